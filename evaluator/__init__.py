@@ -1,0 +1,1 @@
+"""evaluator package."""

@@ -1,0 +1,3 @@
+"""Command-line group of the `leaderboard` package (wired into `pflkit` by pflkit/cli.py)."""
+
+from __future__ import annotations

@@ -1,0 +1,1 @@
+"""The `pflkit` console command: wiring of the packages' command groups."""

@@ -1,0 +1,3 @@
+from pflkit.cli import main
+
+main()
