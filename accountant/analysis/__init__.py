@@ -1,0 +1,1 @@
+"""Stateless privacy analyses, one module per accountant (the stateful classes wrap them)."""

@@ -1,0 +1,262 @@
+"""The privacy declaration (``privacy.json``): parsing and validation of an untrusted upload.
+
+Keys (docs/design.md): ``epsilon``, ``delta``, ``noise_multiplier``, ``clipping_norm``,
+``rounds``, ``clients``, ``clients_per_round``, ``providers_per_round``, ``min_providers``,
+``sampling`` ("poisson" | "fixed"), ``analysis`` ("competition" | "strict"), ``unit``
+("provider"). Every error is a ``DeclarationError`` that names the offending field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from accountant.federated import ANALYSES, SAMPLINGS
+
+MAX_DECLARATION_BYTES = 64 * 1024
+MAX_ROUNDS = 1_000_000
+UNITS = ("provider",)
+FIELDS = (
+    "epsilon",
+    "delta",
+    "noise_multiplier",
+    "clipping_norm",
+    "rounds",
+    "clients",
+    "clients_per_round",
+    "providers_per_round",
+    "min_providers",
+    "sampling",
+    "analysis",
+    "unit",
+)
+
+
+class DeclarationError(ValueError):
+    """An invalid privacy declaration.
+
+    Attributes:
+        field: the offending key ("" for problems with the file as a whole).
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(f"{field}: {message}" if field else message)
+
+
+@dataclass(frozen=True)
+class PrivacyDeclaration:
+    """A validated privacy claim of one training run.
+
+    Attributes:
+        epsilon, delta: the claimed (epsilon, delta) budget per provider.
+        noise_multiplier: noise standard deviation over the clipping norm.
+        clipping_norm: L2 bound of one provider's update.
+        rounds: federated rounds (steps of the mechanism); a float only when the file gave
+            a non-integer, which verification reports and fails.
+        clients, clients_per_round, providers_per_round, min_providers: the two-level sampling.
+        sampling: "poisson" or "fixed".
+        analysis: "competition" or "strict".
+        unit: "provider".
+        unknown_fields: keys present in the file but not part of the format (ignored).
+    """
+
+    epsilon: float
+    delta: float
+    noise_multiplier: float
+    clipping_norm: float
+    rounds: int | float
+    clients: int
+    clients_per_round: int
+    providers_per_round: int
+    min_providers: int
+    sampling: str
+    analysis: str
+    unit: str
+    unknown_fields: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict:
+        """The declaration as written in privacy.json (without ``unknown_fields``)."""
+        data = asdict(self)
+        data.pop("unknown_fields")
+        return data
+
+
+def parse_declaration(data: Mapping) -> PrivacyDeclaration:
+    """Validate a parsed privacy.json object.
+
+    >>> parse_declaration({"epsilon": 1, "delta": 1e-5, "noise_multiplier": 1.145,
+    ...     "clipping_norm": 0.5, "rounds": 5, "clients": 10, "clients_per_round": 2,
+    ...     "providers_per_round": 50, "min_providers": 400, "sampling": "poisson",
+    ...     "analysis": "competition", "unit": "provider"}).rounds
+    5
+
+    Args:
+        data: the JSON object (a mapping of the keys above).
+
+    Returns:
+        The validated declaration.
+
+    Raises:
+        DeclarationError: naming the first missing or invalid field.
+    """
+    if not isinstance(data, Mapping):
+        raise DeclarationError(
+            "", f"the declaration must be a JSON object; got {type(data).__name__}"
+        )
+    for key in FIELDS:
+        if key not in data:
+            raise DeclarationError(key, "missing; privacy.json needs: " + ", ".join(FIELDS))
+    epsilon = _positive(data, "epsilon")
+    delta = _number(data, "delta")
+    if not 0 < delta < 1:
+        raise DeclarationError("delta", f"must be in (0, 1), for example 1e-5; got {delta!r}")
+    noise_multiplier = _positive(data, "noise_multiplier")
+    clipping_norm = _positive(data, "clipping_norm")
+    rounds = _rounds(data)
+    clients = _count(data, "clients")
+    clients_per_round = _count(data, "clients_per_round")
+    min_providers = _count(data, "min_providers")
+    providers_per_round = _count(data, "providers_per_round")
+    if clients_per_round > clients:
+        raise DeclarationError(
+            "clients_per_round", f"{clients_per_round} exceeds clients ({clients}): rate above 1"
+        )
+    if providers_per_round > min_providers:
+        raise DeclarationError(
+            "providers_per_round",
+            f"{providers_per_round} exceeds min_providers ({min_providers}): rate above 1",
+        )
+    return PrivacyDeclaration(
+        epsilon=epsilon,
+        delta=delta,
+        noise_multiplier=noise_multiplier,
+        clipping_norm=clipping_norm,
+        rounds=rounds,
+        clients=clients,
+        clients_per_round=clients_per_round,
+        providers_per_round=providers_per_round,
+        min_providers=min_providers,
+        sampling=_choice(data, "sampling", SAMPLINGS),
+        analysis=_choice(data, "analysis", ANALYSES),
+        unit=_choice(data, "unit", UNITS),
+        unknown_fields=tuple(sorted(str(key) for key in data if key not in FIELDS)),
+    )
+
+
+def load_declaration(
+    path: str | Path, *, max_bytes: int = MAX_DECLARATION_BYTES
+) -> PrivacyDeclaration:
+    """Read and validate privacy.json from an untrusted upload.
+
+    Args:
+        path: the file.
+        max_bytes: refuse files larger than this.
+
+    Returns:
+        The validated declaration.
+
+    Raises:
+        DeclarationError: when the file is missing, too large, not UTF-8 JSON, holds duplicate
+            keys or NaN/Infinity, or a field is missing or invalid.
+    """
+    path = Path(path)
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(max_bytes + 1)
+    except OSError as error:
+        raise DeclarationError("", f"cannot read {path}: {error.strerror or error}") from None
+    if len(raw) > max_bytes:
+        raise DeclarationError("", f"{path} is larger than {max_bytes} bytes; not a privacy.json")
+    return parse_declaration_bytes(raw, source=str(path))
+
+
+def parse_declaration_bytes(raw: bytes, *, source: str = "privacy.json") -> PrivacyDeclaration:
+    """Parse and validate the bytes of a privacy.json (size limits are the caller's).
+
+    Raises:
+        DeclarationError: as ``load_declaration``.
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise DeclarationError("", f"{source} is not UTF-8 text") from None
+    try:
+        data = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except DeclarationError:
+        raise
+    except (json.JSONDecodeError, RecursionError) as error:
+        raise DeclarationError("", f"{source} is not valid JSON: {error}") from None
+    return parse_declaration(data)
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    """JSON object hook that refuses duplicate keys (a second "epsilon" could hide the first)."""
+    data: dict = {}
+    for key, value in pairs:
+        if key in data:
+            raise DeclarationError(key, "appears twice in the file")
+        data[key] = value
+    return data
+
+
+def _no_constant(name: str) -> None:
+    """JSON constant hook that refuses NaN and Infinity."""
+    raise DeclarationError("", f"{name} is not a valid JSON number")
+
+
+def _number(data: Mapping, key: str) -> float:
+    """A finite JSON number (bools refused)."""
+    value = data[key]
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise DeclarationError(key, f"must be a number; got {value!r}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise DeclarationError(key, f"must be finite; got {value!r}")
+    return number
+
+
+def _positive(data: Mapping, key: str) -> float:
+    """A finite number > 0."""
+    number = _number(data, key)
+    if not number > 0:
+        raise DeclarationError(key, f"must be > 0; got {data[key]!r}")
+    return number
+
+
+def _count(data: Mapping, key: str) -> int:
+    """An integer >= 1 (integral floats such as 10.0 accepted)."""
+    number = _number(data, key)
+    if not number.is_integer():
+        raise DeclarationError(key, f"must be a whole number; got {data[key]!r}")
+    if number < 1:
+        raise DeclarationError(key, f"must be >= 1; got {data[key]!r}")
+    return int(number)
+
+
+def _rounds(data: Mapping) -> int | float:
+    """Rounds >= 1; a non-integer is kept as a float so verification can report it."""
+    number = _number(data, "rounds")
+    if not number > 0:
+        raise DeclarationError(
+            "rounds", f"must be >= 1 (zero rounds spend nothing to verify); got {data['rounds']!r}"
+        )
+    if number > MAX_ROUNDS:
+        raise DeclarationError(
+            "rounds", f"above {MAX_ROUNDS} is not supported; got {data['rounds']!r}"
+        )
+    return int(number) if number.is_integer() else number
+
+
+def _choice(data: Mapping, key: str, allowed: tuple[str, ...]) -> str:
+    """One of ``allowed`` (exact, case-sensitive)."""
+    value = data[key]
+    if value not in allowed:
+        raise DeclarationError(
+            key, f"must be one of {', '.join(map(repr, allowed))}; got {value!r}"
+        )
+    return value
