@@ -1,0 +1,195 @@
+"""`make bench`: the kit's evaluation loop against a starter-kit-style loop, same model and data.
+
+Both loops score the same checkpoint on the same questions in one run:
+
+- reference: configured like the public PFL-DocVQA starter kit: batches of 10 in file order,
+  tokenised batch by batch, every input padded to 512 tokens, page images decoded per question,
+  transformers `generate` (greedy, max length 20), fp32, `torch.no_grad`;
+- kit: `benchmark.evaluation.predict`: tokenised once, length-grouped batches, visual tokens once
+  per page, `torch.inference_mode`, a cached greedy loop stopped when every answer has ended,
+  the same answer bound (19 new tokens = max length 20 with the start token).
+
+It prints both throughputs (questions/s), their ratio (target: >= 3x on the tiny model) and
+checks that both give the same predictions and ANLS. Without the shipped `base` model it uses a
+randomly initialised tiny model (scores are then meaningless; speed and equality still hold).
+
+Usage: `python -m benchmark.bench [--checkpoint DIR|base] [--data DIR] [--split val] [--limit N]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+REFERENCE_BATCH_SIZE = 10
+REFERENCE_PAD_TO = 512
+REFERENCE_MAX_LENGTH = 20
+
+
+def reference_predict(model, processor, dataset) -> list[str]:
+    """Starter-kit-style loop: file order, batches of 10, padding to 512, `generate` max length 20."""
+    import torch
+
+    predictions: list[str] = []
+    model.eval()
+    with torch.no_grad():
+        for start in range(0, len(dataset), REFERENCE_BATCH_SIZE):
+            rows = dataset[start : start + REFERENCE_BATCH_SIZE]
+            encoded = processor.encode_batch(rows["question"], rows["ocr_tokens"], rows["ocr_boxes"])
+            features = [
+                {"input_ids": ids, "input_boxes": boxes, "image_path": path}
+                for ids, boxes, path in zip(
+                    encoded["input_ids"], encoded["input_boxes"], rows["image_path"], strict=True
+                )
+            ]
+            batch = processor.collate(features, pad_to=REFERENCE_PAD_TO)
+            embeds, mask = model.embed(**batch)
+            output = model.language_backbone.generate(
+                inputs_embeds=embeds,
+                attention_mask=mask,
+                max_length=REFERENCE_MAX_LENGTH,
+                num_beams=1,
+                do_sample=False,
+            )
+            predictions.extend(processor.decode(output))
+    return predictions
+
+
+def random_tiny_checkpoint(data_dir: Path, out_dir: Path) -> Path:
+    """A randomly initialised tiny VT5 with a tokenizer trained on the data's public corpus."""
+    import torch
+
+    from benchmark.data import load_split
+    from benchmark.model import (
+        VT5ForConditionalGeneration,
+        VT5Processor,
+        load_tokenizer,
+        save_checkpoint,
+        tiny_vt5_config,
+        train_spiece_model,
+    )
+
+    corpus = load_split(data_dir, "train") if (data_dir / "imdb_train.npy").is_file() else (
+        load_split(data_dir / "public", "train")
+    )
+    lines = []
+    for record in corpus:
+        lines.append(f"question: {record['question']}  context: ")
+        lines.append(" ".join(record["ocr_tokens"]))
+        lines.extend(record["answers"])
+    tokenizer_dir = out_dir / "tokenizer"
+    train_spiece_model(lines, tokenizer_dir / "spiece.model", vocab_size=4000, hard_vocab_limit=False)
+    tokenizer = load_tokenizer(tokenizer_dir)
+    config = tiny_vt5_config(len(tokenizer))
+    torch.manual_seed(0)
+    model = VT5ForConditionalGeneration(config)
+    processor = VT5Processor.from_config(tokenizer, config).with_spiece_model(tokenizer_dir)
+    return save_checkpoint(model, processor, out_dir / "random-tiny")
+
+
+def run(args: argparse.Namespace) -> dict:
+    """Score one checkpoint with both loops; returns the measurements."""
+    import torch
+    from transformers.utils import logging as hf_logging
+
+    from benchmark.data import load_split
+    from benchmark.data.synthetic import generate_benchmark
+    from benchmark.evaluation import predict, score_predictions
+    from benchmark.model import BASE_MODEL_DIR, load_model, load_processor
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    work = Path(tempfile.mkdtemp(prefix="pflkit-bench-"))
+    data_dir = Path(args.data) if args.data else None
+    if data_dir is None:
+        data_dir = work / "data"
+        print(f"generating `mini` benchmark data in {data_dir} ...", flush=True)
+        generate_benchmark(data_dir, "mini", seed=0, public_documents=400, progress=False)
+    checkpoint = args.checkpoint
+    note = ""
+    if checkpoint == "base" and not (BASE_MODEL_DIR / "config.json").is_file():
+        checkpoint = str(random_tiny_checkpoint(data_dir, work))
+        note = ("RANDOMLY INITIALISED tiny model (the shipped base model does not exist yet; "
+                "`pflkit pretrain` creates it): scores are meaningless, speed and equality hold")
+    model = load_model(checkpoint)
+    processor = load_processor(checkpoint)
+    dataset = load_split(data_dir, args.split)
+    if args.limit:
+        dataset = dataset.select(range(min(args.limit, len(dataset))))
+    print(f"checkpoint {checkpoint}; {len(dataset)} {args.split} questions; "
+          f"torch threads {torch.get_num_threads()}; load average {os.getloadavg()[0]:.1f}", flush=True)
+    if note:
+        print(f"NOTE: {note}", flush=True)
+
+    start, cpu_start = time.perf_counter(), time.process_time()
+    kit = predict(
+        model, processor, dataset, batch_size=args.batch_size,
+        max_new_tokens=REFERENCE_MAX_LENGTH - 1, cache_dir=work / "cache", progress=False,
+    )
+    kit_seconds, kit_cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    start, cpu_start = time.perf_counter(), time.process_time()
+    reference = reference_predict(model, processor, dataset)
+    reference_seconds = time.perf_counter() - start
+    reference_cpu = time.process_time() - cpu_start
+
+    kit_result = score_predictions(dataset, kit, kit_seconds)
+    reference_result = score_predictions(dataset, reference, reference_seconds)
+    differing = sum(a != b for a, b in zip(kit, reference, strict=True))
+    report = {
+        "checkpoint": checkpoint,
+        "note": note,
+        "split": args.split,
+        "questions": len(dataset),
+        "kit_questions_per_second": round(kit_result.questions_per_second, 2),
+        "reference_questions_per_second": round(reference_result.questions_per_second, 2),
+        "speedup": round(reference_seconds / kit_seconds, 2),
+        # CPU seconds of this process: a steadier comparison on a machine shared with others
+        "kit_cpu_seconds": round(kit_cpu, 1),
+        "reference_cpu_seconds": round(reference_cpu, 1),
+        "speedup_cpu_time": round(reference_cpu / kit_cpu, 2),
+        "mean_input_tokens": round(
+            sum(len(ids) for ids in processor.encode_batch(
+                dataset["question"], dataset["ocr_tokens"], dataset["ocr_boxes"])["input_ids"])
+            / max(len(dataset), 1), 1),
+        "kit_anls": kit_result.anls,
+        "reference_anls": reference_result.anls,
+        "same_anls": abs(kit_result.anls - reference_result.anls) < 1e-9,
+        "differing_predictions": differing,
+        "load_average": round(os.getloadavg()[0], 1),
+    }
+    return report
+
+
+def main() -> None:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--checkpoint", default="base", help="checkpoint directory or `base`")
+    parser.add_argument("--data", default=None, help="data directory (default: generate `mini`)")
+    parser.add_argument("--split", default="val", choices=["val", "test"])
+    parser.add_argument("--limit", type=int, default=200, help="questions to score (0: all)")
+    parser.add_argument("--batch-size", type=int, default=64, help="kit batch size")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    args = parser.parse_args()
+    report = run(args)
+    if args.json:
+        print(json.dumps(report))
+        return
+    print(f"kit loop:       {report['kit_questions_per_second']:8.2f} questions/s  "
+          f"ANLS {report['kit_anls']:.4f}")
+    print(f"reference loop: {report['reference_questions_per_second']:8.2f} questions/s  "
+          f"ANLS {report['reference_anls']:.4f}")
+    print(f"CPU time: kit {report['kit_cpu_seconds']} s, reference {report['reference_cpu_seconds']} s "
+          f"({report['speedup_cpu_time']:.2f}x); mean input {report['mean_input_tokens']} text tokens "
+          f"(reference pads to {REFERENCE_PAD_TO}); load average {report['load_average']}")
+    print(f"speed-up: {report['speedup']:.2f}x (target >= 3x); same ANLS: {report['same_anls']}; "
+          f"differing predictions: {report['differing_predictions']}/{report['questions']}")
+    if not report["same_anls"]:
+        raise SystemExit("the two loops disagree on ANLS")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+"""`pflkit evaluate`: score a VT5 checkpoint on a benchmark split (wired in pflkit/cli.py)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+
+@click.command()
+@click.argument("checkpoint")
+@click.option(
+    "--data",
+    "data_dir",
+    required=True,
+    type=click.Path(exists=True, file_okay=False),
+    help="Data directory (real release or `pflkit data generate` output).",
+)
+@click.option(
+    "--split", type=click.Choice(["val", "test"]), default="val", show_default=True
+)
+@click.option(
+    "--images-dir",
+    type=click.Path(exists=True, file_okay=False),
+    default=None,
+    help="Page images, when not in images/ next to the split.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (anls, accuracy, n, ...).")
+@click.option(
+    "--predictions",
+    "predictions_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write per-question predictions here as JSON lines.",
+)
+@click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Score the first N questions.")
+@click.option(
+    "--max-answer-tokens",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Bound on generated answer tokens (default: the checkpoint's).",
+)
+def evaluate(
+    checkpoint: str,
+    data_dir: str,
+    split: str,
+    images_dir: str | None,
+    as_json: bool,
+    predictions_path: str | None,
+    batch_size: int,
+    limit: int | None,
+    max_answer_tokens: int | None,
+) -> None:
+    """Print ANLS and accuracy of CHECKPOINT (a directory, or `base`) on a split.
+
+    Test scores are also broken down into in- and out-of-distribution questions.
+    """
+    from transformers.utils import logging as hf_logging
+
+    from benchmark.data import load_split
+    from benchmark.data.errors import DataError
+    from benchmark.evaluation.loop import default_cache_dir
+    from benchmark.evaluation.loop import evaluate as run_evaluation
+    from benchmark.model import CheckpointError, load_model, load_processor
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        model = load_model(checkpoint)
+        processor = load_processor(checkpoint)
+        dataset = load_split(data_dir, split, images_dir=images_dir)
+    except (CheckpointError, FileNotFoundError, DataError) as error:
+        raise click.ClickException(str(error)) from None
+    if limit is not None:
+        dataset = dataset.select(range(min(limit, len(dataset))))
+    try:
+        result = run_evaluation(
+            model,
+            processor,
+            dataset,
+            batch_size=batch_size,
+            progress=True,
+            max_new_tokens=max_answer_tokens,
+            cache_dir=default_cache_dir(),
+        )
+    except FileNotFoundError as error:
+        raise click.ClickException(str(error)) from None
+    if predictions_path:
+        result.write_predictions(predictions_path)
+    if as_json:
+        click.echo(json.dumps({"checkpoint": checkpoint, "split": split, **result.summary()}))
+        return
+    _print_result(result, checkpoint, split)
+    if predictions_path:
+        click.echo(f"predictions: {predictions_path}")
+
+
+def _print_result(result, checkpoint: str, split: str) -> None:
+    """Human-readable scores."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{checkpoint} on {split}: {result.n} questions, "
+                        f"{result.questions_per_second:.1f} questions/s")
+    table.add_column("questions")
+    table.add_column("n", justify="right")
+    table.add_column("ANLS", justify="right")
+    table.add_column("accuracy", justify="right")
+    table.add_row("all", str(result.n), f"{result.anls:.4f}", f"{result.accuracy:.4f}")
+    for name, group in result.by_distribution.items():
+        table.add_row(f"{name}-distribution", str(group.n), f"{group.anls:.4f}", f"{group.accuracy:.4f}")
+    for name, group in result.by_question_type.items():
+        table.add_row(f"  {name}", str(group.n), f"{group.anls:.4f}", f"{group.accuracy:.4f}")
+    Console().print(table)

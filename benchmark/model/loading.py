@@ -1,0 +1,115 @@
+"""Loading and saving VT5 checkpoint directories; the word `base` names the shipped model.
+
+A checkpoint directory holds `config.json` (model_type "vt5"), `model.safetensors` and the
+tokenizer (`tokenizer.json`, `tokenizer_config.json`, `spiece.model`). Loading validates the
+files first (`benchmark.model.checkpoint`), so a bad directory fails with a message that names
+the file, and nothing is ever unpickled.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from benchmark.model.checkpoint import validate_checkpoint_dir
+from benchmark.model.modeling_vt5 import VT5ForConditionalGeneration
+from benchmark.model.processing_vt5 import VT5Processor
+
+#: The shipped pre-trained tiny model (`pflkit pretrain` writes it).
+BASE_MODEL_DIR = Path(__file__).resolve().parent.parent / "assets" / "base"
+BASE_NAME = "base"
+
+
+def resolve_checkpoint(path_or_base: str | Path) -> Path:
+    """The directory a checkpoint argument names (`base` is the shipped model).
+
+    Args:
+        path_or_base: a checkpoint directory or the word `base`.
+
+    Returns:
+        The directory.
+
+    Raises:
+        FileNotFoundError: if `base` is asked for but has not been created yet, or the
+            directory does not exist.
+    """
+    if str(path_or_base) == BASE_NAME:
+        if not (BASE_MODEL_DIR / "config.json").is_file():
+            raise FileNotFoundError(
+                f"the shipped base model is missing ({BASE_MODEL_DIR} has no config.json); "
+                "`pflkit pretrain` creates it"
+            )
+        return BASE_MODEL_DIR
+    directory = Path(path_or_base)
+    if not directory.is_dir():
+        raise FileNotFoundError(
+            f"{directory}: checkpoint directory not found (pass a directory written by "
+            "save_checkpoint, or `base` for the shipped model)"
+        )
+    return directory
+
+
+def load_model(
+    path_or_base: str | Path, *, check_values: bool = True
+) -> VT5ForConditionalGeneration:
+    """Load a VT5 checkpoint in evaluation mode after validating its files.
+
+    Args:
+        path_or_base: a checkpoint directory or `base`.
+        check_values: refuse NaN or infinite weights (reads every tensor once more).
+
+    Returns:
+        The model (fp32, CPU, `eval()` mode).
+
+    Raises:
+        FileNotFoundError: if the directory does not exist.
+        benchmark.model.checkpoint.CheckpointError: for a missing or invalid config or weights.
+    """
+    directory = resolve_checkpoint(path_or_base)
+    config = validate_checkpoint_dir(directory, check_values=check_values)
+    model = VT5ForConditionalGeneration.from_pretrained(
+        str(directory), config=config, local_files_only=True
+    )
+    return model.eval()
+
+
+def load_processor(path_or_base: str | Path) -> VT5Processor:
+    """Load the processor (tokenizer + input settings) of a checkpoint directory or `base`."""
+    return VT5Processor.from_pretrained(resolve_checkpoint(path_or_base))
+
+
+def save_checkpoint(
+    model: VT5ForConditionalGeneration, processor: VT5Processor, directory: str | Path
+) -> Path:
+    """Write model and processor to a directory atomically (complete or not at all).
+
+    The files are written to a temporary directory next to the target, which then replaces it.
+
+    Args:
+        model: the model to save.
+        processor: its processor (the tokenizer files are written alongside).
+        directory: the target checkpoint directory.
+
+    Returns:
+        The target directory.
+    """
+    directory = Path(directory)
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+    try:
+        model.save_pretrained(str(staging), safe_serialization=True)
+        processor.save_pretrained(staging)
+        old = None
+        if directory.exists():
+            old = directory.with_name(f".{directory.name}.old-{os.getpid()}")
+            os.replace(directory, old)
+        os.replace(staging, directory)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    processor._source_dir = directory
+    return directory

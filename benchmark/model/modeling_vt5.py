@@ -1,0 +1,286 @@
+"""`VT5ForConditionalGeneration`: T5 with spatial and visual input embeddings, in transformers.
+
+Architecture of VT5 (Tito et al., "Hierarchical multimodal transformers for Multi-Page DocVQA",
+Pattern Recognition 2023), the baseline model of PFL-DocVQA (Tito et al., NeurIPS 2023
+competition): the encoder input is `shared(input_ids) + spatial(boxes)` for the text tokens,
+concatenated with the projected DiT patch tokens of the page image; decoding is greedy.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from transformers import PreTrainedModel, T5ForConditionalGeneration
+from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
+
+from benchmark.model.configuration_vt5 import VT5Config
+from benchmark.model.embeddings import SpatialEmbeddings, VisualEmbeddings
+
+
+class VT5PreTrainedModel(PreTrainedModel):
+    """Weight initialisation and loading glue shared by the VT5 classes."""
+
+    config_class = VT5Config
+    base_model_prefix = "vt5"
+    main_input_name = "input_ids"
+    supports_gradient_checkpointing = False
+    _no_split_modules = ["T5Block", "BeitLayer"]
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        """Initialise the VT5-specific modules; the sub-models initialise their own."""
+        if isinstance(module, SpatialEmbeddings):
+            for table in (module.x_position_embeddings, module.y_position_embeddings):
+                nn.init.normal_(table.weight, mean=0.0, std=0.02)
+            nn.init.ones_(module.LayerNorm.weight)
+            nn.init.zeros_(module.LayerNorm.bias)
+            _init_linear(module.spatial_emb_matcher.layers[0])
+        elif isinstance(module, VisualEmbeddings):
+            _init_linear(module.visual_emb_matcher.layers[0])
+
+
+def _pack_visual_tokens(
+    text: torch.Tensor, text_mask: torch.Tensor, visual: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Place each row's visual tokens right after its own text tokens, padding last.
+
+    T5's relative position bias makes the encoder depend on where the visual tokens sit; packing
+    them after the real text tokens (text must be right-padded) makes every question's encoding
+    independent of how much padding its batch needs.
+    """
+    batch, text_len, _ = text.shape
+    n_visual = visual.shape[1]
+    lengths = text_mask.sum(dim=1, keepdim=True)
+    if bool((lengths == text_len).all()):
+        mask = torch.cat([text_mask, text_mask.new_ones(batch, n_visual)], dim=1)
+        return torch.cat([text, visual], dim=1), mask
+    positions = torch.arange(text_len + n_visual, device=text.device).expand(batch, -1)
+    # source index of each output slot in cat([text, visual]): text, then visual, then padding
+    source = torch.where(
+        positions < lengths,
+        positions,
+        torch.where(positions < lengths + n_visual, positions - lengths + text_len, positions - n_visual),
+    )
+    embeds = torch.cat([text, visual], dim=1)
+    embeds = embeds.gather(1, source[..., None].expand(-1, -1, embeds.shape[-1]))
+    mask = (positions < lengths + n_visual).to(text_mask.dtype)
+    return embeds, mask
+
+
+def _init_linear(linear: nn.Linear) -> None:
+    """LeCun-normal weights (std = fan_in ** -0.5), zero bias."""
+    nn.init.normal_(linear.weight, mean=0.0, std=linear.in_features**-0.5)
+    nn.init.zeros_(linear.bias)
+
+
+class VT5ForConditionalGeneration(VT5PreTrainedModel):
+    """VT5 for Document VQA: answer generation conditioned on question, OCR layout and image.
+
+    Submodules (their names are the state-dict prefixes of the public checkpoint):
+    `language_backbone` (`T5ForConditionalGeneration`), `spatial_embedding` (`SpatialEmbeddings`)
+    and `visual_embedding` (`VisualEmbeddings`: `image_model` + `visual_emb_matcher`).
+
+    Args:
+        config: the model configuration.
+    """
+
+    def __init__(self, config: VT5Config) -> None:
+        super().__init__(config)
+        self.language_backbone = T5ForConditionalGeneration(config.t5_config)
+        self.spatial_embedding = SpatialEmbeddings(config)
+        self.visual_embedding = VisualEmbeddings(config)
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        """The shared T5 token embedding."""
+        return self.language_backbone.get_input_embeddings()
+
+    def freeze_visual_encoder(self) -> None:
+        """Stop gradients through the image encoder (kept frozen in the baselines)."""
+        for parameter in self.visual_embedding.image_model.parameters():
+            parameter.requires_grad = False
+
+    def embed(
+        self,
+        input_ids: torch.Tensor,
+        boxes: torch.Tensor,
+        attention_mask: torch.Tensor,
+        pixel_values: torch.Tensor | None = None,
+        visual_embeds: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Build the encoder input: token + box embeddings, then the visual tokens.
+
+        Each row's visual tokens follow its own text tokens and the padding comes last, so a
+        question's encoding does not depend on its batch (see `_pack_visual_tokens`).
+
+        Args:
+            input_ids: (batch, tokens) token ids.
+            boxes: (batch, tokens, 4) integer box bucket ids.
+            attention_mask: (batch, tokens) 1 for real tokens, 0 for padding (right-padded).
+            pixel_values: (batch, 3, H, W) page images; used when `config.use_visual`.
+            visual_embeds: (batch, visual tokens, d_model) output of `embed_images`, to reuse
+                visual tokens computed once per page instead of `pixel_values`.
+
+        Returns:
+            The encoder input embeddings and their attention mask.
+
+        Raises:
+            ValueError: if the model uses the image and neither image input is given.
+        """
+        embeds = self.language_backbone.shared(input_ids) + self.spatial_embedding(boxes)
+        if not self.config.use_visual:
+            return embeds, attention_mask
+        if visual_embeds is None:
+            if pixel_values is None:
+                raise ValueError(
+                    "this VT5 uses the page image (config.use_visual): pass pixel_values or "
+                    "visual_embeds"
+                )
+            visual_embeds = self.embed_images(pixel_values)
+        return _pack_visual_tokens(embeds, attention_mask, visual_embeds.to(embeds.dtype))
+
+    def embed_images(self, pixel_values: torch.Tensor) -> torch.Tensor:
+        """Visual tokens (images, patches + 1, d_model) of (images, 3, H, W) pixels."""
+        return self.visual_embedding(pixel_values)
+
+    def encode(
+        self,
+        input_ids: torch.Tensor,
+        boxes: torch.Tensor,
+        attention_mask: torch.Tensor,
+        pixel_values: torch.Tensor | None = None,
+        visual_embeds: torch.Tensor | None = None,
+    ) -> tuple[BaseModelOutput, torch.Tensor]:
+        """Run the T5 encoder on the VT5 input; returns its output and the full attention mask."""
+        embeds, mask = self.embed(input_ids, boxes, attention_mask, pixel_values, visual_embeds)
+        return BaseModelOutput(last_hidden_state=self._run_encoder(embeds, mask)), mask
+
+    def _run_encoder(self, embeds: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The T5 encoder stack with the padding mask folded into the position bias once.
+
+        Same computation as `T5Stack.forward` for an encoder, but transformers would combine
+        the (batch, heads, length, length) bias and mask again in every layer; here the sum is
+        built once and shared by all layers (masked scores get the most negative float, so their
+        attention weight is exactly 0, as in the stock path).
+        """
+        encoder = self.language_backbone.encoder
+        length = embeds.shape[1]
+        attention = encoder.block[0].layer[0].SelfAttention
+        bias = attention.compute_bias(length, length, device=embeds.device).to(embeds.dtype)
+        padding = (1.0 - mask[:, None, None, :].to(embeds.dtype)) * torch.finfo(embeds.dtype).min
+        bias = bias + padding
+        hidden = encoder.dropout(embeds)
+        for block in encoder.block:
+            hidden = block(hidden, None, bias)[0]
+        return encoder.dropout(encoder.final_layer_norm(hidden))
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        boxes: torch.Tensor,
+        attention_mask: torch.Tensor,
+        pixel_values: torch.Tensor | None = None,
+        visual_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        decoder_input_ids: torch.Tensor | None = None,
+        decoder_attention_mask: torch.Tensor | None = None,
+        use_cache: bool | None = None,
+    ) -> Seq2SeqLMOutput:
+        """Teacher-forced pass; returns the cross-entropy loss when `labels` are given.
+
+        Args:
+            input_ids: (batch, tokens) token ids.
+            boxes: (batch, tokens, 4) integer box bucket ids.
+            attention_mask: (batch, tokens) 1 for real tokens.
+            pixel_values: (batch, 3, H, W) page images.
+            visual_embeds: precomputed visual tokens instead of `pixel_values`.
+            labels: (batch, answer tokens) target ids, -100 where ignored.
+            decoder_input_ids: decoder input; by default `labels` shifted right, or the decoder
+                start token alone when there are no labels.
+            decoder_attention_mask: mask of the decoder input.
+            use_cache: return the decoder's key/value cache.
+
+        Returns:
+            The backbone's `Seq2SeqLMOutput` (loss, logits, encoder state).
+        """
+        encoder_outputs, mask = self.encode(
+            input_ids, boxes, attention_mask, pixel_values, visual_embeds
+        )
+        if labels is None and decoder_input_ids is None:
+            decoder_input_ids = input_ids.new_full(
+                (input_ids.shape[0], 1), self.language_backbone.config.decoder_start_token_id
+            )
+        return self.language_backbone(
+            encoder_outputs=encoder_outputs,
+            attention_mask=mask,
+            labels=labels,
+            decoder_input_ids=decoder_input_ids,
+            decoder_attention_mask=decoder_attention_mask,
+            use_cache=use_cache,
+        )
+
+    @torch.no_grad()
+    def generate(
+        self,
+        input_ids: torch.Tensor,
+        boxes: torch.Tensor,
+        attention_mask: torch.Tensor,
+        pixel_values: torch.Tensor | None = None,
+        visual_embeds: torch.Tensor | None = None,
+        max_new_tokens: int | None = None,
+    ) -> torch.Tensor:
+        """Greedy decoding with a key/value cache; finished answers leave the batch.
+
+        Produces the same tokens as the backbone's `generate(num_beams=1, do_sample=False)` on
+        the same encoder input, without its per-step overhead: the cross-attention keys/values
+        are computed once, and once an answer has produced EOS its row is dropped from the
+        decoder batch.
+
+        Args:
+            input_ids: (batch, tokens) token ids.
+            boxes: (batch, tokens, 4) integer box bucket ids.
+            attention_mask: (batch, tokens) 1 for real tokens.
+            pixel_values: (batch, 3, H, W) page images.
+            visual_embeds: precomputed visual tokens instead of `pixel_values`.
+            max_new_tokens: bound on generated tokens (EOS included); default
+                `config.max_answer_tokens`.
+
+        Returns:
+            (batch, generated) token ids without the decoder start token, padded after EOS.
+        """
+        limit = max_new_tokens or self.config.max_answer_tokens
+        encoder_outputs, mask = self.encode(
+            input_ids, boxes, attention_mask, pixel_values, visual_embeds
+        )
+        backbone = self.language_backbone
+        t5 = backbone.config
+        batch = input_ids.shape[0]
+        answers = input_ids.new_full((batch, limit), t5.pad_token_id)
+        cache = EncoderDecoderCache(DynamicCache(config=t5), DynamicCache(config=t5))
+        states = encoder_outputs.last_hidden_state
+        active = torch.arange(batch, device=input_ids.device)
+        step_ids = input_ids.new_full((batch, 1), t5.decoder_start_token_id)
+        steps = 0
+        for step in range(limit):
+            outputs = backbone(
+                encoder_outputs=(states,),
+                attention_mask=mask,
+                decoder_input_ids=step_ids,
+                past_key_values=cache,
+                use_cache=True,
+            )
+            cache = outputs.past_key_values
+            next_ids = outputs.logits[:, -1, :].argmax(dim=-1)
+            answers[active, step] = next_ids
+            steps = step + 1
+            running = next_ids != t5.eos_token_id
+            if not bool(running.any()):
+                break
+            if not bool(running.all()):
+                # finished answers leave the batch: later steps only compute the others
+                keep = running.nonzero().squeeze(1)
+                active, states, mask, next_ids = active[keep], states[keep], mask[keep], next_ids[keep]
+                cache.batch_select_indices(keep)
+            step_ids = next_ids[:, None]
+        return answers[:, :steps]
