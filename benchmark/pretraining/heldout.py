@@ -1,0 +1,51 @@
+"""The held-out questions that tell whether the base model can read.
+
+The target of the recipe: on held-out documents of the public corpus, ANLS >= 0.8 on questions
+whose answer is a document-specific value (numbers, dates, amounts, identifiers: an answer with
+a digit) that never appeared as an answer in training. Such an answer cannot be memorised; it
+can only be copied from the page.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmark.metrics import normalise_answer
+
+TARGET_ANLS = 0.8
+
+
+def is_value_answer(answer: str) -> bool:
+    """Whether an answer is a document-specific value: it contains a digit."""
+    return any(character.isdigit() for character in answer)
+
+
+def unseen_value_questions(validation: Any, training: Any, *, limit: int, seed: int) -> Any:
+    """Validation questions with a value answer that no training question has.
+
+    Args:
+        validation: `load_split` dataset of held-out public documents.
+        training: `load_split` dataset the model is trained on.
+        limit: most questions kept (a seeded sample, for a fast evaluation).
+        seed: sampling seed.
+
+    Returns:
+        The selected rows of `validation`.
+
+    Raises:
+        ValueError: if no validation question qualifies.
+    """
+    seen = {normalise_answer(answer) for answers in training["answers"] for answer in answers}
+    keep = [
+        index
+        for index, answers in enumerate(validation["answers"])
+        if is_value_answer(answers[0])
+        and not any(normalise_answer(answer) in seen for answer in answers)
+    ]
+    if not keep:
+        raise ValueError(
+            "no held-out public question has a value answer unseen in training: generate the "
+            "benchmark again (pflkit data generate) or with more public documents"
+        )
+    selected = validation.select(keep).shuffle(seed=seed)
+    return selected.select(range(min(limit, len(selected))))
