@@ -1,0 +1,109 @@
+"""What one sampled client does in a round: the job it receives and the update it returns.
+
+A :class:`ClientJob` holds everything a client has in a round: the model with the round's starting
+weights loaded, those weights as received, its local data (with the ``provider`` column, so a
+provider-level DP rule can group it) and the local trainer. A method's ``compute_update`` turns a
+job into a :class:`ClientUpdate`; the default is plain local training on all the client's data,
+and a DP method can instead train once per sampled provider from the same starting weights
+(:meth:`ClientJob.reset`, :meth:`ClientJob.train`, :meth:`ClientJob.delta`), clip and add noise,
+without touching the round loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import torch
+from torch import nn
+
+from baselines.parameters import CommunicatedParameters, get_values, set_values
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+
+    from baselines.local_training import LocalTrainer, TrainStats
+
+
+@dataclass
+class ClientUpdate:
+    """What a client sends back (before the wire) and what the server aggregates.
+
+    Attributes:
+        delta: canonical name -> (trained value - starting value), float32.
+        num_examples: examples the update was computed on (FedAvg weight).
+        metrics: free-form numbers about local training (loss, steps, seconds).
+    """
+
+    delta: dict[str, torch.Tensor]
+    num_examples: int
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class ClientJob:
+    """One client's work in one round.
+
+    Attributes:
+        federated_round: 1-based round.
+        client: client id.
+        model: the trainable model, starting weights loaded.
+        parameters: the communicated set.
+        start_weights: the starting weights as the client decoded them from the wire.
+        dataset: the client's local data (a ``datasets.Dataset`` with a ``provider`` column).
+        trainer: the local optimisation loop.
+        seed: the seed of this client in this round (shuffling, dropout).
+    """
+
+    federated_round: int
+    client: int
+    model: nn.Module
+    parameters: CommunicatedParameters
+    start_weights: Mapping[str, torch.Tensor]
+    dataset: Dataset
+    trainer: LocalTrainer
+    seed: int
+
+    def reset(self) -> None:
+        """Load the round's starting weights back into the model."""
+        set_values(self.model, self.parameters, self.start_weights)
+
+    def train(self, dataset: Dataset | None = None, *, seed: int | None = None) -> TrainStats:
+        """Run local training from the model's current weights.
+
+        Args:
+            dataset: the data to train on (default: all the client's data).
+            seed: shuffling/dropout seed (default: the job's seed).
+
+        Returns:
+            The trainer's statistics.
+        """
+        data = self.dataset if dataset is None else dataset
+        return self.trainer.train(self.model, data, seed=self.seed if seed is None else seed)
+
+    def delta(self) -> dict[str, torch.Tensor]:
+        """Current communicated values minus the starting weights."""
+        current = get_values(self.model, self.parameters)
+        return {name: current[name] - self.start_weights[name] for name in self.parameters.names}
+
+    def indices_by_provider(self) -> dict[str, list[int]]:
+        """Row indices of the client's data grouped by provider (sorted by provider name)."""
+        groups: dict[str, list[int]] = {}
+        for index, provider in enumerate(self.dataset["provider"]):
+            groups.setdefault(provider, []).append(index)
+        return dict(sorted(groups.items()))
+
+
+def local_training_update(job: ClientJob) -> ClientUpdate:
+    """The FedAvg client: train on all local data from the starting weights, send the delta.
+
+    Args:
+        job: the client's job.
+
+    Returns:
+        The update, weighted by the number of local examples.
+    """
+    job.reset()
+    stats = job.train()
+    return ClientUpdate(job.delta(), num_examples=len(job.dataset), metrics=stats.as_dict())

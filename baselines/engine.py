@@ -1,0 +1,247 @@
+"""The round loop of the in-process federated simulation.
+
+Each round the strategy samples M of the K clients (seeded by the run's seed and the round), the
+server broadcasts the current values of the communicated parameters through the channel (one
+logged message per client), every sampled client loads what it decoded, computes its update with
+the method (by default AdamW local epochs, optimiser rebuilt each round) and sends it back through
+the channel, and the strategy aggregates the decoded updates into the next global weights in full
+precision. After each round the global model is evaluated and the run directory is committed, so a
+run can be resumed from its last completed round and ends in exactly the same state.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from baselines.client import ClientJob, ClientUpdate
+from baselines.communication import SERVER, Channel, CommunicationLog
+from baselines.config import TrainConfig
+from baselines.local_training import LocalTrainer
+from baselines.methods import Method
+from baselines.parameters import get_values, select_communicated, set_values
+from baselines.run_directory import RunDirectory, RunState
+from baselines.submission import write_submission
+from baselines.task import FederatedTask
+
+
+@dataclass
+class RunSummary:
+    """The outcome of a run.
+
+    Attributes:
+        rounds: completed rounds.
+        metrics: one dictionary per round.
+        total_bytes: sum of ``amount_of_bytes`` over all messages.
+        bytes_per_message: ``amount_of_bytes`` of one message (all messages of a run carry the
+            same tensors, so they have the same size).
+        communicated_parameters: values per full message.
+        timing: cumulative seconds (``wall``, ``client_training``, ``evaluation``).
+        submission: the content of ``submission.json``.
+    """
+
+    rounds: int
+    metrics: list[dict[str, Any]]
+    total_bytes: int
+    bytes_per_message: int
+    communicated_parameters: int
+    timing: dict[str, float]
+    submission: dict[str, Any]
+
+    @property
+    def overhead(self) -> float:
+        """Wall time of the run / time spent in client training."""
+        return self.timing["wall"] / max(self.timing["client_training"], 1e-9)
+
+
+def client_seed(seed: int, federated_round: int, client: int) -> int:
+    """The seed of one client in one round, derived from the run's seed."""
+    return int(np.random.SeedSequence([seed, federated_round, client]).generate_state(1)[0])
+
+
+class FederatedSimulation:
+    """Runs a configured federation on a task, writing everything into a run directory.
+
+    Args:
+        config: the run's configuration.
+        task: model and data.
+        run_dir: where logs, state and the submission go.
+        progress: show progress bars (per round and per client).
+        method: a method object to use instead of the configured one (for methods built in code).
+
+    Raises:
+        ValueError: when the configuration does not fit the task (e.g. more clients per round
+            than clients, a LoRA target that matches nothing), before any training.
+    """
+
+    def __init__(
+        self,
+        config: TrainConfig,
+        task: FederatedTask,
+        run_dir: RunDirectory,
+        *,
+        progress: bool = True,
+        method: Method | None = None,
+    ) -> None:
+        self.config = config
+        self.task = task
+        self.run_dir = run_dir
+        self.progress = progress
+        if config.clients_per_round > task.num_clients:
+            raise ValueError(
+                f"--clients-per-round {config.clients_per_round} exceeds the {task.num_clients} "
+                f"clients of the data; use at most {task.num_clients}"
+            )
+        self.strategy = config.build_strategy()
+        self.method = config.build_method() if method is None else method
+        self.method.bind(task)
+        self.channel = Channel(config.build_codec(), CommunicationLog())
+        self.model = self.method.prepare(task.build_model(), seed=config.seed)
+        self.parameters = select_communicated(self.model, prefix=self.method.prefix)
+        self.trainer = LocalTrainer(
+            task.collate,
+            epochs=config.local_epochs,
+            batch_size=config.batch_size,
+            lr=config.lr,
+            weight_decay=config.weight_decay,
+            max_grad_norm=config.max_grad_norm,
+            progress=progress,
+            length_column=task.length_column,
+        )
+
+    def run(self, *, resume: bool = False) -> RunSummary:
+        """Run (or continue) the federation and write the submission.
+
+        Args:
+            resume: continue from the run directory's last completed round.
+
+        Returns:
+            The run's summary.
+        """
+        from tqdm.auto import tqdm
+
+        started = time.perf_counter()
+        weights = get_values(self.model, self.parameters)
+        metrics: list[dict[str, Any]] = []
+        timing = {"wall": 0.0, "client_training": 0.0, "evaluation": 0.0}
+        first_round = 1
+        if resume and self.run_dir.has_state():
+            state = self.run_dir.load_state()
+            weights = {name: state.weights[name] for name in self.parameters.names}
+            self.strategy.load_state_dict(state.strategy_state)
+            self.channel.log = state.log
+            metrics = state.metrics
+            timing = dict(state.timing)
+            first_round = state.federated_round + 1
+        set_values(self.model, self.parameters, weights)
+        prior_wall = timing["wall"]
+        rounds = tqdm(
+            range(first_round, self.config.rounds + 1),
+            desc="rounds",
+            initial=first_round - 1,
+            total=self.config.rounds,
+            disable=not self.progress,
+            unit="round",
+        )
+        for federated_round in rounds:
+            weights, row = self._round(federated_round, weights, timing)
+            metrics.append(row)
+            timing["wall"] = prior_wall + time.perf_counter() - started
+            row["wall_seconds"] = timing["wall"]
+            row["client_training_seconds"] = timing["client_training"]
+            row["evaluation_seconds"] = timing["evaluation"]
+            self.run_dir.commit_round(
+                RunState(
+                    federated_round=federated_round,
+                    weights=weights,
+                    strategy_state=self.strategy.state_dict(),
+                    log=self.channel.log,
+                    metrics=metrics,
+                    timing=timing,
+                )
+            )
+            if "val_anls" in row:
+                rounds.set_postfix(val_anls=f"{row['val_anls']:.4f}")
+        rounds.close()
+        self.run_dir.write_logs(self.channel.log, metrics)
+        timing["wall"] = prior_wall + time.perf_counter() - started
+        submission = write_submission(
+            self.run_dir,
+            config=self.config,
+            method=self.method,
+            model=self.model,
+            log=self.channel.log,
+            metrics=metrics,
+            num_clients=self.task.num_clients,
+            save_model=self.task.save_model,
+            info={**self.task.info, "communicated_parameters": self.parameters.numel,
+                  "timing": timing},
+        )
+        messages = self.channel.log.records
+        return RunSummary(
+            rounds=self.config.rounds,
+            metrics=metrics,
+            total_bytes=self.channel.log.total_bytes(),
+            bytes_per_message=messages[0].amount_of_bytes if messages else 0,
+            communicated_parameters=self.parameters.numel,
+            timing=timing,
+            submission=submission,
+        )
+
+    def _round(
+        self, federated_round: int, weights: dict[str, torch.Tensor], timing: dict[str, float]
+    ) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        """One federated round; returns the new global weights and the round's metrics row."""
+        config = self.config
+        clients = self.strategy.configure_fit(
+            federated_round, self.task.num_clients, seed=config.seed
+        )
+        log_start = len(self.channel.log.records)
+        broadcast = self.channel.encode(weights)
+        results: list[ClientUpdate] = []
+        for client in clients:
+            received = self.channel.deliver(
+                broadcast, federated_round=federated_round, sender=SERVER, receiver=client
+            )
+            set_values(self.model, self.parameters, received)
+            job = ClientJob(
+                federated_round=federated_round,
+                client=client,
+                model=self.model,
+                parameters=self.parameters,
+                start_weights=received,
+                dataset=self.task.client_data[client],
+                trainer=self.trainer,
+                seed=client_seed(config.seed, federated_round, client),
+            )
+            self.trainer.description = f"round {federated_round} client {client}"
+            tic = time.perf_counter()
+            update = self.method.compute_update(job)
+            timing["client_training"] += time.perf_counter() - tic
+            delivered = self.channel.send(
+                update.delta, federated_round=federated_round, sender=client, receiver=SERVER
+            )
+            results.append(ClientUpdate(delivered, update.num_examples, update.metrics))
+        weights = self.strategy.aggregate_fit(federated_round, weights, results)
+        set_values(self.model, self.parameters, weights)
+        round_log = CommunicationLog(self.channel.log.records[log_start:])
+        row: dict[str, Any] = {
+            "round": federated_round,
+            "clients": clients,
+            "examples": sum(r.num_examples for r in results),
+            "round_bytes": round_log.total_bytes(),
+            "total_bytes": self.channel.log.total_bytes(),
+        }
+        losses = [r.metrics["loss"] for r in results if "loss" in r.metrics]
+        if losses:
+            row["train_loss"] = float(np.mean(losses))
+        if self.task.evaluate is not None:
+            tic = time.perf_counter()
+            scores = self.task.evaluate(self.method.inference_model(self.model))
+            timing["evaluation"] += time.perf_counter() - tic
+            row.update({f"val_{key}": value for key, value in scores.items()})
+        return weights, row

@@ -1,0 +1,52 @@
+"""Full fine-tuning: the organisers' track-1 baseline.
+
+Every parameter is trained and communicated except the declared frozen prefixes (by default the
+visual encoder ``visual_embedding.image_model.``, kept frozen in the competition's baselines).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from torch import nn
+
+from baselines.methods.base import Method, match_prefixes
+
+if TYPE_CHECKING:
+    from baselines.config import TrainConfig
+
+VISUAL_ENCODER = "visual_embedding.image_model."
+
+
+class FullFineTuning(Method):
+    """Train (and send) all parameters but the frozen ones.
+
+    Args:
+        frozen: parameter-name prefixes kept frozen and never sent.
+    """
+
+    name = "full"
+
+    def __init__(self, frozen: tuple[str, ...] = (VISUAL_ENCODER,)) -> None:
+        self.frozen = tuple(frozen)
+
+    @classmethod
+    def from_config(cls, config: TrainConfig) -> FullFineTuning:
+        """Frozen prefixes from ``config.frozen``."""
+        return cls(frozen=config.frozen)
+
+    def prepare(self, model: nn.Module, *, seed: int) -> nn.Module:
+        """Freeze the declared prefixes and unfreeze everything else."""
+        unmatched = [p for p, count in match_prefixes(model, self.frozen).items() if count == 0]
+        if unmatched:
+            raise ValueError(
+                f"frozen prefix(es) {unmatched} match no parameter of the model; "
+                "check the names (e.g. visual_embedding.image_model.)"
+            )
+        for name, parameter in model.named_parameters(remove_duplicate=False):
+            parameter.requires_grad_(not name.startswith(self.frozen))
+        return model
+
+    def describe(self) -> dict[str, Any]:
+        """Name and frozen prefixes."""
+        return {"name": self.name, "frozen": list(self.frozen)}

@@ -1,0 +1,121 @@
+"""Named recipes that reproduce the competition's track-1 baselines at the kit's scale.
+
+- ``fedavg``: the organisers' baseline: everything but the visual encoder trained and sent in
+  fp32, 2 of 10 clients per round, 1 local epoch, AdamW lr 2e-4, 10 rounds.
+- ``lora``: the winner's method: LoRA rank 6 on the T5 ``q`` and ``v`` projections, spatial
+  embedding and visual projection trained fully, 2 clients per round, 7 rounds.
+- ``lora-1client``: the same with 1 client per round and many local epochs, fewer rounds.
+- ``lora-nf4``: ``lora-1client`` with every message NF4-quantised on the wire.
+
+Track 2 (provider-level DP, :data:`DP_PRESETS`; ``--epsilon`` or ``--noise-multiplier`` required):
+
+- ``dp-fedavg``: FL-GROUP-DP, the organisers' DP baseline: full fine-tuning as ``fedavg``, 2 of 10
+  clients, 5 rounds, clipping norm 0.5, delta 1e-5, Poisson provider sampling at 50/400 of the
+  fewest providers at a client, unweighted server mean.
+- ``dp-lora``: the track-2 winner's recipe: the same mechanism on LoRA r=6 (``lora``), 30 rounds.
+
+Command-line options override a preset field by field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from baselines.config import TrainConfig
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "fedavg": {
+        "method": "full",
+        "rounds": 10,
+        "clients_per_round": 2,
+        "local_epochs": 1,
+        "lr": 2e-4,
+        "wire": "fp32",
+        "strategy": "fedavg",
+    },
+    "lora": {
+        "method": "lora",
+        "rounds": 7,
+        "clients_per_round": 2,
+        "local_epochs": 1,
+        "lr": 1e-3,
+        "lora_rank": 6,
+        "wire": "fp32",
+        "strategy": "fedavg",
+    },
+    "lora-1client": {
+        "method": "lora",
+        "rounds": 2,
+        "clients_per_round": 1,
+        "local_epochs": 16,
+        "lr": 1e-3,
+        "lora_rank": 6,
+        "wire": "fp32",
+        "strategy": "fedavg",
+    },
+    "lora-nf4": {
+        "method": "lora",
+        "rounds": 2,
+        "clients_per_round": 1,
+        "local_epochs": 16,
+        "lr": 1e-3,
+        "lora_rank": 6,
+        "wire": "nf4",
+        "strategy": "fedavg",
+    },
+}
+
+
+DP_PRESETS: dict[str, dict[str, Any]] = {
+    "dp-fedavg": {
+        "method": "dp-fedavg",
+        "rounds": 5,
+        "clients_per_round": 2,
+        "local_epochs": 1,
+        "lr": 2e-4,
+        "wire": "fp32",
+        "strategy": "fedavg",
+        "weighted": False,
+        "delta": 1e-5,
+        "clipping_norm": 0.5,
+        "provider_sampling": "poisson",
+        "privacy_analysis": "competition",
+    },
+    "dp-lora": {
+        "method": "dp-lora",
+        "rounds": 30,
+        "clients_per_round": 2,
+        "local_epochs": 1,
+        "lr": 1e-3,
+        "lora_rank": 6,
+        "wire": "fp32",
+        "strategy": "fedavg",
+        "weighted": False,
+        "delta": 1e-5,
+        "clipping_norm": 0.5,
+        "provider_sampling": "poisson",
+        "privacy_analysis": "competition",
+    },
+}
+
+
+def preset_config(name: str, **overrides: Any) -> TrainConfig:
+    """The configuration of a preset with some fields overridden.
+
+    Args:
+        name: a key of :data:`PRESETS`.
+        **overrides: :class:`TrainConfig` fields to change (``None`` values are ignored, so
+            unset command-line options keep the preset's value).
+
+    Returns:
+        The validated configuration.
+
+    Raises:
+        ValueError: for an unknown preset.
+    """
+    presets = {**PRESETS, **DP_PRESETS}
+    if name not in presets:
+        raise ValueError(f"unknown method {name!r}; choose one of {sorted(presets)}")
+    values = dict(presets[name])
+    values.update({key: value for key, value in overrides.items() if value is not None})
+    return TrainConfig(preset=name, **values)

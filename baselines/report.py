@@ -1,0 +1,151 @@
+"""Compare finished runs: a Markdown table and a plot of validation ANLS against bytes sent."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """The figures of one finished run.
+
+    Attributes:
+        name: the run directory's name.
+        method: the preset.
+        rounds: federated rounds.
+        clients_per_round: M.
+        val_anls: validation ANLS after the last round (``None`` when not evaluated).
+        bytes_per_message: ``amount_of_bytes`` of one message.
+        total_bytes: all messages.
+        wall_seconds: wall time of the rounds.
+        overhead: wall time / time spent in client training.
+        curve: (cumulative bytes, val ANLS) after each evaluated round.
+    """
+
+    name: str
+    method: str
+    rounds: int
+    clients_per_round: int
+    val_anls: float | None
+    bytes_per_message: int
+    total_bytes: int
+    wall_seconds: float
+    overhead: float
+    curve: tuple[tuple[int, float], ...]
+
+
+def read_run(run_dir: str | Path) -> RunReport:
+    """Read ``submission.json`` and ``metrics.jsonl`` of a finished run.
+
+    Args:
+        run_dir: the run directory.
+
+    Returns:
+        The run's figures.
+
+    Raises:
+        FileNotFoundError: when the run has no ``submission.json`` (not finished).
+    """
+    path = Path(run_dir)
+    submission_path = path / "submission.json"
+    if not submission_path.is_file():
+        raise FileNotFoundError(f"{submission_path} does not exist: the run has not finished")
+    submission = json.loads(submission_path.read_text(encoding="utf-8"))
+    metrics = [
+        json.loads(line)
+        for line in (path / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    timing = submission["timing"]
+    per_message = submission["bytes_per_message"]
+    return RunReport(
+        name=path.name,
+        method=submission["method"],
+        rounds=submission["rounds"],
+        clients_per_round=submission["clients_per_round"],
+        val_anls=submission.get("val_anls"),
+        bytes_per_message=per_message if isinstance(per_message, int) else max(per_message),
+        total_bytes=submission["total_bytes"],
+        wall_seconds=timing["wall"],
+        overhead=timing["wall"] / max(timing["client_training"], 1e-9),
+        curve=tuple((row["total_bytes"], row["val_anls"]) for row in metrics if "val_anls" in row),
+    )
+
+
+def _size(count: float) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if count < 1000 or unit == "GB":
+            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.2f} {unit}"
+        count /= 1000
+    raise AssertionError
+
+
+def markdown_table(reports: Sequence[RunReport]) -> str:
+    """A Markdown table: method, rounds, M, val ANLS, bytes per message, total, wall, overhead."""
+    lines = [
+        "| run | method | rounds | clients/round | val ANLS | bytes/message | total bytes | wall | overhead |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in reports:
+        anls = "n/a" if r.val_anls is None else f"{r.val_anls:.4f}"
+        lines.append(
+            f"| {r.name} | {r.method} | {r.rounds} | {r.clients_per_round} | {anls} | "
+            f"{_size(r.bytes_per_message)} | {_size(r.total_bytes)} | {r.wall_seconds:.0f} s | "
+            f"{r.overhead:.3f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot_anls_vs_bytes(reports: Sequence[RunReport], out: str | Path) -> Path:
+    """Plot validation ANLS against cumulative bytes (log scale), one line per run.
+
+    Args:
+        reports: the runs.
+        out: the image file to write (PNG).
+
+    Returns:
+        The written path.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(6, 4))
+    for report in reports:
+        if report.curve:
+            xs, ys = zip(*report.curve, strict=True)
+            axes.plot(xs, ys, marker="o", label=report.name)
+    axes.set_xscale("log")
+    axes.set_xlabel("bytes exchanged (both directions)")
+    axes.set_ylabel("validation ANLS")
+    axes.grid(True, alpha=0.3)
+    if any(report.curve for report in reports):
+        axes.legend()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure.tight_layout()
+    figure.savefig(out, dpi=120)
+    plt.close(figure)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m baselines.report RUN_DIR... [--plot FILE]``: print the table, write the plot."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m baselines.report", description=main.__doc__)
+    parser.add_argument("run_dirs", nargs="+", help="finished run directories")
+    parser.add_argument("--plot", help="write a PNG of validation ANLS against bytes")
+    args = parser.parse_args(argv)
+    reports = [read_run(run_dir) for run_dir in args.run_dirs]
+    print(markdown_table(reports), end="")
+    if args.plot:
+        print(f"plot: {plot_anls_vs_bytes(reports, args.plot)}")
+
+
+if __name__ == "__main__":
+    main()

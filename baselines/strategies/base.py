@@ -1,0 +1,149 @@
+"""The strategy interface: how the server samples clients and combines their updates.
+
+As in Flower, a strategy has a handful of hooks (``configure_fit`` picks the round's clients,
+``aggregate_fit`` turns the clients' updates into the next global weights, ``state_dict`` /
+``load_state_dict`` persist server optimiser state for ``--resume``); the round loop in
+:mod:`baselines.engine` drives them. Options shared by all strategies live in one
+:class:`StrategyConfig`, documented once.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from baselines.client import ClientUpdate
+
+
+@dataclass(frozen=True)
+class StrategyConfig:
+    """Options of every strategy.
+
+    Attributes:
+        clients_per_round: M, clients sampled (without replacement) each round.
+        weighted: weight client updates by their number of examples (else a plain mean).
+        server_lr: server learning rate eta (``None``: the strategy's default, 1 for FedAvg and
+            FedAvgM, 1e-2 for FedAdam and FedYogi).
+        server_momentum: beta of FedAvgM.
+        beta1: first-moment decay of FedAdam / FedYogi.
+        beta2: second-moment decay of FedAdam / FedYogi.
+        tau: adaptivity of FedAdam / FedYogi (``v_{-1} = tau^2``).
+    """
+
+    clients_per_round: int = 2
+    weighted: bool = True
+    server_lr: float | None = None
+    server_momentum: float = 0.9
+    beta1: float = 0.9
+    beta2: float = 0.99
+    tau: float = 1e-3
+
+    def __post_init__(self) -> None:
+        if self.clients_per_round < 1:
+            raise ValueError(f"clients per round must be >= 1, got {self.clients_per_round}")
+        if self.server_lr is not None and not self.server_lr > 0:
+            raise ValueError(f"server learning rate must be > 0, got {self.server_lr}")
+        for name in ("server_momentum", "beta1", "beta2"):
+            value = getattr(self, name)
+            if not 0 <= value < 1:
+                raise ValueError(f"{name} must be in [0, 1), got {value}")
+        if not self.tau > 0:
+            raise ValueError(f"tau must be > 0, got {self.tau}")
+
+
+class Strategy(ABC):
+    """Base class of server strategies.
+
+    Args:
+        config: the shared options.
+    """
+
+    name: str = ""
+    default_server_lr: float = 1.0
+
+    def __init__(self, config: StrategyConfig) -> None:
+        self.config = config
+
+    @property
+    def server_lr(self) -> float:
+        """The server learning rate in use."""
+        lr = self.config.server_lr
+        return self.default_server_lr if lr is None else lr
+
+    def configure_fit(self, federated_round: int, num_clients: int, *, seed: int) -> list[int]:
+        """Sample the round's clients: M of K without replacement, seeded by (seed, round).
+
+        Args:
+            federated_round: 1-based round.
+            num_clients: K.
+            seed: the run's seed.
+
+        Returns:
+            Sorted client ids.
+
+        Raises:
+            ValueError: if M > K.
+        """
+        m = self.config.clients_per_round
+        if m > num_clients:
+            raise ValueError(
+                f"{m} clients per round but the federation has only {num_clients} clients; "
+                f"lower --clients-per-round to at most {num_clients}"
+            )
+        rng = np.random.default_rng([seed, federated_round])
+        return sorted(int(c) for c in rng.choice(num_clients, size=m, replace=False))
+
+    def average(self, results: Sequence[ClientUpdate]) -> dict[str, torch.Tensor]:
+        """The clients' mean update Delta_t (by examples if ``weighted``)."""
+        from baselines.strategies.aggregation import weighted_average
+
+        weights = [r.num_examples if self.config.weighted else 1.0 for r in results]
+        return weighted_average([r.delta for r in results], weights)
+
+    @abstractmethod
+    def aggregate_fit(
+        self,
+        federated_round: int,
+        weights: Mapping[str, torch.Tensor],
+        results: Sequence[ClientUpdate],
+    ) -> dict[str, torch.Tensor]:
+        """Combine the clients' updates into the next global weights.
+
+        Args:
+            federated_round: 1-based round.
+            weights: the global weights the round started from (full precision).
+            results: the decoded client updates.
+
+        Returns:
+            The new global weights.
+        """
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """Server optimiser state to save for ``--resume`` (none by default)."""
+        return {}
+
+    def load_state_dict(self, state: Mapping[str, torch.Tensor]) -> None:
+        """Restore the state saved by :meth:`state_dict`."""
+        if state:
+            raise ValueError(f"strategy {self.name} keeps no state but got {len(state)} tensors")
+
+
+def pack_state(**groups: Mapping[str, torch.Tensor] | None) -> dict[str, torch.Tensor]:
+    """Flatten named groups of tensors into one dictionary (``group/name``)."""
+    return {
+        f"{group}/{name}": tensor
+        for group, tensors in groups.items()
+        if tensors is not None
+        for name, tensor in tensors.items()
+    }
+
+
+def unpack_state(state: Mapping[str, torch.Tensor], group: str) -> dict[str, torch.Tensor] | None:
+    """The tensors of one group of :func:`pack_state`, or ``None`` when the group is empty."""
+    prefix = f"{group}/"
+    found = {key[len(prefix):]: value for key, value in state.items() if key.startswith(prefix)}
+    return found or None

@@ -1,0 +1,102 @@
+"""NF4 wire quantisation (4-bit NormalFloat, block size 64, one fp32 absmax per block).
+
+NF4 is the data type of Dettmers et al. 2023, "QLoRA: Efficient Finetuning of Quantized LLMs"
+(https://arxiv.org/abs/2305.14314), here through ``bitsandbytes.functional.quantize_4bit``.
+Each tensor is flattened, cut into blocks of 64 values, every block scaled by its absolute
+maximum (sent as float32) and each value replaced by the index of the nearest of 16 NF4 levels,
+two indices per byte. A tensor of ``n`` values therefore costs ``ceil(n/2) + 4 ceil(n/64)`` bytes,
+4.5 bits per value: the count the track-1 winner reported. Only the wire is quantised: the receiver
+dequantises to float32 at once, so local training and server aggregation stay in full precision.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+
+import torch
+from safetensors.torch import load as load_safetensors
+from safetensors.torch import save as save_safetensors
+
+from baselines.wire.codec import EncodedMessage, WireCodec
+
+BLOCK_SIZE = 64
+
+
+def nf4_data_bytes(numel: int, blocksize: int = BLOCK_SIZE) -> int:
+    """Bytes of one NF4 tensor on the wire: packed 4-bit codes plus one fp32 scale per block.
+
+    Args:
+        numel: number of values in the tensor.
+        blocksize: values per quantisation block.
+
+    Returns:
+        ``ceil(numel / 2) + 4 * ceil(numel / blocksize)``.
+    """
+    return math.ceil(numel / 2) + 4 * math.ceil(numel / blocksize)
+
+
+class NF4Codec(WireCodec):
+    """Quantises every tensor of a message to NF4 (blocks of 64, fp32 absmax per block)."""
+
+    name = "nf4"
+
+    def __init__(self, blocksize: int = BLOCK_SIZE) -> None:
+        if blocksize not in (64, 128, 256, 512, 1024, 2048, 4096):
+            raise ValueError(f"NF4 block size must be a power of two in [64, 4096], got {blocksize}")
+        self.blocksize = blocksize
+        import bitsandbytes.functional  # noqa: F401  (import once, outside the timed rounds)
+
+    def encode(self, tensors: Mapping[str, torch.Tensor]) -> EncodedMessage:
+        """Quantise and serialise tensors (see :class:`WireCodec`)."""
+        from bitsandbytes.functional import quantize_4bit
+
+        arrays: dict[str, torch.Tensor] = {}
+        shapes: dict[str, list[int]] = {}
+        data_bytes = 0
+        for name, tensor in tensors.items():
+            flat = tensor.detach().to(torch.float32).reshape(-1).contiguous()
+            packed, state = quantize_4bit(flat, quant_type="nf4", blocksize=self.blocksize)
+            arrays[f"{name}.codes"] = packed.reshape(-1).contiguous()
+            arrays[f"{name}.absmax"] = state.absmax.to(torch.float32).reshape(-1).contiguous()
+            shapes[name] = list(tensor.shape)
+            data_bytes += arrays[f"{name}.codes"].numel() + 4 * arrays[f"{name}.absmax"].numel()
+        metadata = {
+            "format": self.name,
+            "blocksize": str(self.blocksize),
+            "shapes": json.dumps(shapes),
+        }
+        payload = save_safetensors(arrays, metadata=metadata)
+        return EncodedMessage(payload, data_bytes, tuple(tensors), self.name)
+
+    def decode(self, message: EncodedMessage) -> dict[str, torch.Tensor]:
+        """Dequantise every tensor back to float32 (see :class:`WireCodec`)."""
+        from bitsandbytes.functional import QuantState, dequantize_4bit, get_4bit_type
+
+        loaded = load_safetensors(message.payload)
+        metadata = _read_metadata(message.payload)
+        shapes = json.loads(metadata["shapes"])
+        blocksize = int(metadata["blocksize"])
+        code = get_4bit_type("nf4", device="cpu")
+        out: dict[str, torch.Tensor] = {}
+        for name in message.names:
+            shape = torch.Size(shapes[name])
+            state = QuantState(
+                absmax=loaded[f"{name}.absmax"],
+                shape=torch.Size([shape.numel()]),
+                code=code,
+                blocksize=blocksize,
+                quant_type="nf4",
+                dtype=torch.float32,
+            )
+            values = dequantize_4bit(loaded[f"{name}.codes"].reshape(-1, 1), state)
+            out[name] = values.reshape(shape).to(torch.float32)
+        return out
+
+
+def _read_metadata(payload: bytes) -> dict[str, str]:
+    """Read the ``__metadata__`` of a safetensors payload."""
+    header_length = int.from_bytes(payload[:8], "little")
+    header = json.loads(payload[8 : 8 + header_length])
+    return header.get("__metadata__", {})
