@@ -1,0 +1,289 @@
+"""Submissions: upload a run (202), read one's status and results, list one's own, re-score."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Query, Request, status
+from pydantic import ValidationError
+from sqlalchemy.orm import Session, sessionmaker
+from starlette.concurrency import run_in_threadpool
+
+from evaluator import crud
+from evaluator.api.deps import CurrentTeam, Organiser, QueueDep, SessionDep, SettingsDep, StoreDep
+from evaluator.benchmark_info import clients_of
+from evaluator.core.config import Settings
+from evaluator.models import (
+    TERMINAL,
+    Status,
+    Submission,
+    SubmissionAccepted,
+    SubmissionList,
+    SubmissionMetadata,
+    SubmissionPublic,
+)
+from evaluator.storage import FILENAMES, SubmissionStore, UploadError, receive_multipart
+from evaluator.validation import InvalidSubmission
+from evaluator.validation.checkpoint import read_header
+from evaluator.validation.commlog import parse_log
+from evaluator.validation.privacy import load_declaration, load_json_object
+
+logger = logging.getLogger("evaluator.api")
+router = APIRouter(prefix="/api/v1/submissions", tags=["submissions"])
+
+_UPLOAD_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["model", "communication_log", "metadata"],
+                    "properties": {
+                        "model": {
+                            "type": "string",
+                            "format": "binary",
+                            "description": "model.safetensors: the full VT5 state dict",
+                        },
+                        "communication_log": {
+                            "type": "string",
+                            "format": "binary",
+                            "description": "communication_log.csv",
+                        },
+                        "privacy": {
+                            "type": "string",
+                            "format": "binary",
+                            "description": "privacy.json (track 2)",
+                        },
+                        "metadata": {
+                            "type": "string",
+                            "format": "binary",
+                            "description": "submission.json: track, method, description",
+                        },
+                    },
+                }
+            }
+        },
+    }
+}
+
+
+def _reserve(sessions: sessionmaker[Session], team_id: int, quota: int) -> str:
+    """Create the ``received`` row within the quota (one short transaction)."""
+    with sessions() as session, session.begin():
+        return crud.reserve_submission(
+            session, team_id=team_id, quota=quota, track=0, method="(uploading)"
+        ).id
+
+
+def _abandon(sessions: sessionmaker[Session], store: SubmissionStore, submission_id: str) -> None:
+    """Remove every trace of an upload that was not accepted."""
+    store.discard(submission_id)
+    with sessions() as session, session.begin():
+        crud.delete_submission(session, submission_id=submission_id)
+
+
+def check_upload(directory: Path, settings: Settings) -> SubmissionMetadata:
+    """The upload-time checks: metadata, declaration, checkpoint header, communication log.
+
+    The worker repeats them and adds the checks that read every weight (spec, NaN/inf).
+
+    Args:
+        directory: the received parts.
+        settings: limits and the benchmark directory.
+
+    Returns:
+        The validated metadata.
+
+    Raises:
+        InvalidSubmission: naming the faulty part.
+    """
+    raw = load_json_object(
+        directory / FILENAMES["metadata"], part="metadata", max_bytes=settings.max_json_bytes
+    )
+    try:
+        metadata = SubmissionMetadata.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "metadata"
+        raise InvalidSubmission(
+            "metadata", f"{where}: {first['msg']} (needs track 1 or 2 and a method name)"
+        ) from None
+    privacy = directory / FILENAMES["privacy"]
+    if metadata.track == 2 and not privacy.is_file():
+        raise InvalidSubmission("privacy", "track 2 needs a privacy declaration (privacy.json)")
+    if privacy.is_file():
+        load_declaration(privacy, max_bytes=settings.max_json_bytes)
+    read_header(
+        directory / FILENAMES["model"],
+        max_header_bytes=settings.max_header_bytes,
+        max_tensors=settings.max_tensors,
+    )
+    parse_log(
+        directory / FILENAMES["communication_log"],
+        clients=clients_of(settings.data_dir),
+        max_bytes=settings.max_log_bytes,
+        max_rows=settings.max_log_rows,
+        clients_per_round=metadata.clients_per_round,
+        rounds=metadata.rounds,
+        sampling=metadata.sampling,
+    )
+    return metadata
+
+
+def _mark_queued(
+    sessions: sessionmaker[Session],
+    store: SubmissionStore,
+    submission_id: str,
+    metadata: SubmissionMetadata,
+) -> None:
+    """Fill in the row from the metadata and move it to ``queued``."""
+    model = store.file(submission_id, "model")
+    with sessions() as session, session.begin():
+        row = session.get(Submission, submission_id)
+        row.track = metadata.track
+        row.method = metadata.method
+        row.description = metadata.description
+        row.submission_metadata = metadata.model_dump(mode="json")
+        row.model_bytes = model.stat().st_size
+        row.has_privacy = store.file(submission_id, "privacy").is_file()
+        session.flush()
+        crud.transition(
+            session,
+            submission_id=submission_id,
+            from_status=Status.RECEIVED,
+            to_status=Status.QUEUED,
+            detail="upload complete",
+        )
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=SubmissionAccepted,
+    openapi_extra=_UPLOAD_BODY,
+    responses={
+        401: {"description": "missing or unknown token"},
+        413: {"description": "a part or the body exceeds its size limit"},
+        415: {"description": "not multipart/form-data"},
+        422: {"description": "invalid part (the message says which and why)"},
+        429: {"description": "daily quota reached"},
+    },
+)
+async def create_submission(
+    request: Request, team: CurrentTeam, settings: SettingsDep, store: StoreDep, queue: QueueDep
+) -> SubmissionAccepted:
+    """Upload a run: streamed to disk within the limits, checked, stored atomically, queued."""
+    length = request.headers.get("content-length", "")
+    if length.isdigit() and int(length) > settings.max_request_bytes:
+        raise HTTPException(
+            status.HTTP_413_CONTENT_TOO_LARGE,
+            f"the upload exceeds the limit of {settings.max_request_bytes} bytes",
+        )
+    content_type = request.headers.get("content-type", "")
+    if not content_type.lower().startswith("multipart/form-data"):
+        raise HTTPException(
+            status.HTTP_415_UNSUPPORTED_MEDIA_TYPE, "send the submission as multipart/form-data"
+        )
+    sessions = request.app.state.sessions
+    try:
+        submission_id = await run_in_threadpool(_reserve, sessions, team.id, settings.daily_quota)
+    except crud.QuotaExceeded as exc:
+        raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS, str(exc)) from None
+    limits = {
+        "model": settings.max_model_bytes,
+        "communication_log": settings.max_log_bytes,
+        "privacy": settings.max_json_bytes,
+        "metadata": settings.max_json_bytes,
+    }
+    try:
+        await receive_multipart(
+            request.stream(),
+            content_type,
+            store.incoming(submission_id),
+            limits=limits,
+            max_total=settings.max_request_bytes,
+        )
+        metadata = await run_in_threadpool(check_upload, store.incoming(submission_id), settings)
+        await run_in_threadpool(store.commit, submission_id)
+        await run_in_threadpool(_mark_queued, sessions, store, submission_id, metadata)
+    except UploadError as exc:
+        await run_in_threadpool(_abandon, sessions, store, submission_id)
+        raise HTTPException(exc.status_code, exc.message) from None
+    except InvalidSubmission as exc:
+        await run_in_threadpool(_abandon, sessions, store, submission_id)
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
+    except BaseException:
+        await run_in_threadpool(_abandon, sessions, store, submission_id)
+        raise
+    try:
+        await run_in_threadpool(queue.enqueue, submission_id)
+    except Exception as exc:  # the reaper re-sends queued submissions the queue does not hold
+        logger.warning(
+            "enqueue of %s failed (%s); the reaper will re-send it",
+            submission_id,
+            type(exc).__name__,
+        )
+    logger.info("team %s submitted %s (track %s)", team.name, submission_id, metadata.track)
+    return SubmissionAccepted(
+        id=submission_id,
+        status=Status.QUEUED,
+        url=str(request.url_for("get_submission", submission_id=submission_id)),
+    )
+
+
+def _visible(row: Submission | None, team: Any) -> Submission:
+    """The row if the caller may see it; 404 otherwise (other teams' ids are not confirmed)."""
+    if row is None or (row.team_id != team.id and not team.is_organiser):
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "no such submission for this token")
+    return row
+
+
+@router.get("/{submission_id}", response_model=SubmissionPublic, name="get_submission")
+def get_submission(submission_id: str, team: CurrentTeam, session: SessionDep) -> SubmissionPublic:
+    """Status, transitions and results of one submission (its team or an organiser)."""
+    row = _visible(crud.get_submission(session, submission_id=submission_id), team)
+    return SubmissionPublic.from_row(row)
+
+
+@router.get("", response_model=SubmissionList)
+def list_submissions(
+    team: CurrentTeam,
+    session: SessionDep,
+    limit: int = Query(100, ge=1, le=1000),
+    offset: int = Query(0, ge=0),
+    all_teams: bool = Query(False, description="organisers: every team's"),
+) -> SubmissionList:
+    """The caller's submissions, newest first (every team's for an organiser with all_teams)."""
+    team_id = None if (all_teams and team.is_organiser) else team.id
+    rows = crud.list_submissions(session, team_id=team_id, limit=limit, offset=offset)
+    return SubmissionList(submissions=[SubmissionPublic.from_row(row) for row in rows])
+
+
+@router.post(
+    "/{submission_id}/rescore",
+    response_model=SubmissionPublic,
+    status_code=status.HTTP_202_ACCEPTED,
+)
+def rescore(
+    submission_id: str, organiser: Organiser, session: SessionDep, queue: QueueDep
+) -> SubmissionPublic:
+    """Organisers: score a finished, rejected or failed submission again."""
+    row = _visible(crud.get_submission(session, submission_id=submission_id), organiser)
+    if row.status not in TERMINAL or not crud.transition(
+        session,
+        submission_id=submission_id,
+        from_status=Status(row.status),
+        to_status=Status.QUEUED,
+        detail=f"re-score requested by {organiser.name}",
+        values={"attempts": 0},
+    ):
+        raise HTTPException(
+            status.HTTP_409_CONFLICT, f"submission is {row.status}; wait for it to end"
+        )
+    session.commit()
+    queue.enqueue(submission_id)
+    session.expire_all()
+    return SubmissionPublic.from_row(crud.get_submission(session, submission_id=submission_id))

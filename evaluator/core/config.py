@@ -1,0 +1,169 @@
+"""Settings of the evaluator service: the only module that reads the environment.
+
+Every value can be given as an environment variable prefixed with ``PFLKIT_EVALUATOR_``
+(``PFLKIT_EVALUATOR_DATABASE_URL``, ``PFLKIT_EVALUATOR_DAILY_QUOTA``...) or passed by the
+command line. Unsafe values fail at start-up with a message that says what to change.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ENV_PREFIX = "PFLKIT_EVALUATOR_"
+MIB = 1024 * 1024
+# Hard ceilings no configuration may exceed: a checkpoint of the real VT5-base in fp32 is ~1.3 GB.
+MAX_MODEL_BYTES_CEILING = 8 * 1024 * MIB
+MAX_HEADER_BYTES_CEILING = 100 * MIB
+PLACEHOLDER_TOKENS = {
+    "changeme",
+    "change-me",
+    "secret",
+    "password",
+    "organiser",
+    "organizer",
+    "token",
+}
+
+
+class Settings(BaseSettings):
+    """Configuration of the API server and the scoring workers.
+
+    Attributes:
+        storage_dir: where uploaded submissions are stored (shared by every worker machine).
+        database_url: SQLAlchemy URL; default a SQLite file in ``storage_dir``.
+        queue_url: Huey queue, ``sqlite:///path`` or ``redis://host:port/db``; default a
+            SQLite file in ``storage_dir``.
+        data_dir: benchmark directory as ``pflkit data generate`` writes it; the workers read
+            its hidden test split (``evaluator/imdb_test.npy``).
+        reference_model: model whose configuration defines the expected checkpoint
+            (``base`` = the kit's shipped model, or a directory).
+        organiser_token: optional organiser token accepted besides organiser teams' tokens.
+        api_workers: uvicorn processes serving the API.
+        daily_quota: submissions per team per UTC day (failed and rejected ones do not count).
+        lease_seconds: how long a worker owns a job without a heartbeat before it is re-queued.
+        torch_threads: intra-op threads of a scoring worker (0: torch's default). On a machine
+            shared with other work, 1 avoids oversubscription (twice as fast here under load).
+        extra_routers: ``module:attribute`` of further FastAPI routers served by the same app
+            (e.g. the leaderboard's pages), as a JSON list in the environment.
+    """
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
+    storage_dir: Path = Path("evaluator-storage")
+    database_url: str | None = None
+    queue_url: str | None = None
+    queue_name: str = "pflkit-evaluator"
+    data_dir: Path | None = None
+    images_dir: Path | None = None
+    reference_model: str = "base"
+    organiser_token: SecretStr | None = None
+
+    daily_quota: int = Field(default=5, ge=1, le=10_000)
+    max_model_bytes: int = Field(default=2 * 1024 * MIB, ge=1024)
+    max_header_bytes: int = Field(default=16 * MIB, ge=1024)
+    max_log_bytes: int = Field(default=32 * MIB, ge=1024)
+    max_log_rows: int = Field(default=1_000_000, ge=1)
+    max_json_bytes: int = Field(default=256 * 1024, ge=256)
+    max_tensors: int = Field(default=20_000, ge=1)
+
+    lease_seconds: float = Field(default=300.0, gt=0)
+    reap_interval_seconds: float = Field(default=10.0, gt=0)
+    received_timeout_seconds: float = Field(default=3600.0, gt=0)
+    max_attempts: int = Field(default=3, ge=1, le=100)
+    retry_delay_seconds: float = Field(default=10.0, ge=0)
+    worker_threads: int = Field(default=1, ge=1, le=64)
+    api_workers: int = Field(default=1, ge=1, le=64)
+    embedded_worker: bool = True
+    batch_size: int = Field(default=32, ge=1, le=4096)
+    torch_threads: int = Field(default=0, ge=0, le=256)
+    log_level: str = "INFO"
+    extra_routers: list[str] = Field(default_factory=list)
+
+    @field_validator("organiser_token")
+    @classmethod
+    def _strong_organiser_token(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or value.get_secret_value() == "":
+            return None
+        token = value.get_secret_value()
+        if len(token) < 32 or token.lower() in PLACEHOLDER_TOKENS:
+            raise ValueError(
+                "the organiser token must be at least 32 random characters; generate one with "
+                "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
+            )
+        return value
+
+    @field_validator("database_url")
+    @classmethod
+    def _persistent_database(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value.startswith(("sqlite", "postgresql")):
+            raise ValueError("database_url must be a sqlite:/// file or a postgresql:// URL")
+        if value.startswith("sqlite") and (":memory:" in value or value.rstrip("/") == "sqlite:"):
+            raise ValueError(
+                "an in-memory SQLite database would lose every submission; give a file, "
+                "e.g. sqlite:///evaluator.db"
+            )
+        return value
+
+    @field_validator("queue_url")
+    @classmethod
+    def _known_queue(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("sqlite:///", "redis://", "rediss://")):
+            raise ValueError("queue_url must be sqlite:///PATH or redis://HOST:PORT/DB")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent_limits(self) -> Settings:
+        if self.max_model_bytes > MAX_MODEL_BYTES_CEILING:
+            raise ValueError(f"max_model_bytes may not exceed {MAX_MODEL_BYTES_CEILING} bytes")
+        if self.max_header_bytes > MAX_HEADER_BYTES_CEILING:
+            raise ValueError(f"max_header_bytes may not exceed {MAX_HEADER_BYTES_CEILING} bytes")
+        if self.reap_interval_seconds > self.lease_seconds:
+            raise ValueError("reap_interval_seconds must not exceed lease_seconds")
+        return self
+
+    @property
+    def db_url(self) -> str:
+        """The database URL, a SQLite file in the storage directory unless one was given."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.storage_dir / 'evaluator.db').resolve()}"
+
+    @property
+    def queue(self) -> str:
+        """The queue URL, a SQLite file in the storage directory unless one was given."""
+        if self.queue_url:
+            return self.queue_url
+        return f"sqlite:///{(self.storage_dir / 'queue.db').resolve()}"
+
+    @property
+    def max_request_bytes(self) -> int:
+        """Largest multipart body accepted: every part at its limit plus room for the framing."""
+        return self.max_model_bytes + self.max_log_bytes + 2 * self.max_json_bytes + 64 * 1024
+
+    @property
+    def heartbeat_seconds(self) -> float:
+        """How often a scoring worker renews its lease."""
+        return max(self.lease_seconds / 4.0, 0.2)
+
+    def environment(self) -> dict[str, str]:
+        """These settings as environment variables, for child worker processes."""
+        env: dict[str, str] = {}
+        for name, value in self.model_dump().items():
+            if value is None:
+                continue
+            if isinstance(value, SecretStr):
+                value = value.get_secret_value()
+            env[ENV_PREFIX + name.upper()] = (
+                json.dumps(value) if isinstance(value, list) else str(value)
+            )
+        env[ENV_PREFIX + "DATABASE_URL"] = self.db_url
+        env[ENV_PREFIX + "QUEUE_URL"] = self.queue
+        return env

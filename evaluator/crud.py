@@ -1,0 +1,340 @@
+"""Database operations of the evaluator (keyword-only; the routes and the worker call these).
+
+Every state change of a submission goes through :func:`transition`, which checks the expected
+current state in the ``UPDATE``'s ``WHERE`` clause, so two processes can never both move the
+same submission: whoever's update matches a row wins, the other sees ``False``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session, joinedload, selectinload
+
+from evaluator.core.security import hash_token, new_token
+from evaluator.models import (
+    NOT_COUNTED_IN_QUOTA,
+    Status,
+    Submission,
+    SubmissionEvent,
+    Team,
+    utcnow,
+)
+
+_TIMESTAMP_OF = {
+    Status.QUEUED: "queued_at",
+    Status.SCORING: "scoring_started_at",
+    Status.FINISHED: "finished_at",
+    Status.REJECTED: "finished_at",
+    Status.FAILED: "finished_at",
+}
+
+
+class QuotaExceeded(Exception):
+    """The team has used its submissions for the current UTC day."""
+
+
+class TeamExists(Exception):
+    """A team of that name is already registered."""
+
+
+def create_team(session: Session, *, name: str, organiser: bool = False) -> tuple[Team, str]:
+    """Register a team and return it with its API token (the only time the token is seen).
+
+    Args:
+        session: open session (committed by the caller).
+        name: unique team name.
+        organiser: give the team the organiser role.
+
+    Returns:
+        The new team row and its plain token.
+
+    Raises:
+        TeamExists: the name is taken.
+    """
+    if session.scalar(select(Team.id).where(Team.name == name)) is not None:
+        raise TeamExists(f"a team named {name!r} already exists")
+    token = new_token()
+    team = Team(
+        name=name, token_hash=hash_token(token), is_organiser=organiser, created_at=utcnow()
+    )
+    session.add(team)
+    session.flush()
+    return team, token
+
+
+def team_by_token(session: Session, *, token: str) -> Team | None:
+    """The team that holds ``token``, or None."""
+    return session.scalar(select(Team).where(Team.token_hash == hash_token(token)))
+
+
+def day_start(now: dt.datetime) -> dt.datetime:
+    """Midnight UTC of the day of ``now``: the quota window."""
+    return now.astimezone(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def used_quota(session: Session, *, team_id: int, now: dt.datetime) -> int:
+    """Submissions of a team today that count against its quota."""
+    return (
+        session.scalar(
+            select(func.count(Submission.id)).where(
+                Submission.team_id == team_id,
+                Submission.created_at >= day_start(now),
+                Submission.status.not_in(NOT_COUNTED_IN_QUOTA),
+            )
+        )
+        or 0
+    )
+
+
+def reserve_submission(
+    session: Session,
+    *,
+    team_id: int,
+    quota: int,
+    track: int,
+    method: str,
+    description: str = "",
+    metadata: dict[str, Any] | None = None,
+) -> Submission:
+    """Check the daily quota and create a ``received`` submission, atomically per team.
+
+    The first statement updates the team's row: on PostgreSQL that takes the row lock, on SQLite
+    the database write lock, so concurrent uploads of one team are counted one after the other.
+    The caller commits right away to release the lock.
+
+    Args:
+        session: a session with no transaction in progress.
+        team_id: the uploading team.
+        quota: submissions allowed per UTC day.
+        track: 1 or 2.
+        method: short method name.
+        description: free text.
+        metadata: the upload's metadata object.
+
+    Returns:
+        The new submission (flushed, not committed).
+
+    Raises:
+        QuotaExceeded: the team already has ``quota`` counted submissions today.
+    """
+    session.execute(update(Team).where(Team.id == team_id).values(upload_seq=Team.upload_seq + 1))
+    now = utcnow()
+    used = used_quota(session, team_id=team_id, now=now)
+    if used >= quota:
+        raise QuotaExceeded(
+            f"daily quota of {quota} submissions reached ({used} today, failed and rejected "
+            "ones excluded); try again after 00:00 UTC"
+        )
+    submission = Submission(
+        id=str(uuid.uuid4()),
+        team_id=team_id,
+        track=track,
+        method=method,
+        description=description,
+        submission_metadata=metadata or {},
+        status=Status.RECEIVED.value,
+        created_at=now,
+        updated_at=now,
+        attempts=0,
+        has_privacy=False,
+        hidden=False,
+    )
+    session.add(submission)
+    session.add(
+        SubmissionEvent(
+            submission_id=submission.id,
+            from_status=None,
+            to_status=Status.RECEIVED.value,
+            at=now,
+            detail="upload started",
+        )
+    )
+    session.flush()
+    return submission
+
+
+def delete_submission(session: Session, *, submission_id: str) -> None:
+    """Remove a submission whose upload did not complete (nothing half-stored remains)."""
+    row = session.get(Submission, submission_id)
+    if row is not None:
+        session.delete(row)
+
+
+def transition(
+    session: Session,
+    *,
+    submission_id: str,
+    from_status: Status | tuple[Status, ...],
+    to_status: Status,
+    detail: str | None = None,
+    worker: str | None = None,
+    lease_owner: str | None = None,
+    values: dict[str, Any] | None = None,
+) -> bool:
+    """Move a submission from one of ``from_status`` to ``to_status`` if it is still there.
+
+    Args:
+        session: open session (committed by the caller).
+        submission_id: the submission.
+        from_status: the state (or states) the caller expects it to be in.
+        to_status: the new state.
+        detail: reason or note recorded with the transition (and as ``reason`` when the new
+            state is rejected or failed).
+        worker: the worker making the change, recorded in the event.
+        lease_owner: when given, the update only applies while this worker holds the lease.
+        values: further columns to set in the same update.
+
+    Returns:
+        Whether the submission was in an expected state (and is now in ``to_status``).
+    """
+    expected = (from_status,) if isinstance(from_status, Status) else from_status
+    now = utcnow()
+    columns: dict[str, Any] = {"status": to_status.value, "updated_at": now}
+    if to_status in _TIMESTAMP_OF:
+        columns[_TIMESTAMP_OF[to_status]] = now
+    if to_status in (Status.REJECTED, Status.FAILED):
+        columns["reason"] = detail
+    elif to_status in (Status.FINISHED, Status.QUEUED):
+        columns["reason"] = None
+    if to_status != Status.SCORING:
+        columns["lease_owner"] = None
+        columns["lease_expires_at"] = None
+    columns.update(values or {})
+    statement = update(Submission).where(
+        Submission.id == submission_id, Submission.status.in_([s.value for s in expected])
+    )
+    if lease_owner is not None:
+        statement = statement.where(Submission.lease_owner == lease_owner)
+    result = session.execute(
+        statement.values(**columns).execution_options(synchronize_session=False)
+    )
+    if result.rowcount != 1:
+        return False
+    previous = expected[0].value if len(expected) == 1 else None
+    session.add(
+        SubmissionEvent(
+            submission_id=submission_id,
+            from_status=previous,
+            to_status=to_status.value,
+            at=now,
+            detail=detail,
+            worker=worker,
+        )
+    )
+    return True
+
+
+def claim(session: Session, *, submission_id: str, worker: str, lease_seconds: float) -> bool:
+    """Take the scoring lease of a queued submission.
+
+    Jobs whose worker died are put back to ``queued`` by the reaper first, so every claim is a
+    ``queued -> scoring`` transition.
+
+    Args:
+        session: open session (committed by the caller).
+        submission_id: the submission.
+        worker: identifier of the claiming worker.
+        lease_seconds: lease length; renewed by :func:`renew_lease`.
+
+    Returns:
+        Whether this worker now owns the job.
+    """
+    now = utcnow()
+    statement = (
+        update(Submission)
+        .where(Submission.id == submission_id, Submission.status == Status.QUEUED.value)
+        .values(
+            status=Status.SCORING.value,
+            lease_owner=worker,
+            lease_expires_at=now + dt.timedelta(seconds=lease_seconds),
+            attempts=Submission.attempts + 1,
+            scoring_started_at=now,
+            updated_at=now,
+        )
+        .execution_options(synchronize_session=False)
+    )
+    if session.execute(statement).rowcount != 1:
+        return False
+    session.add(
+        SubmissionEvent(
+            submission_id=submission_id,
+            from_status=Status.QUEUED.value,
+            to_status=Status.SCORING.value,
+            at=now,
+            worker=worker,
+        )
+    )
+    return True
+
+
+def renew_lease(session: Session, *, submission_id: str, worker: str, lease_seconds: float) -> bool:
+    """Extend a held lease (heartbeat); False if the worker lost it."""
+    now = utcnow()
+    result = session.execute(
+        update(Submission)
+        .where(
+            Submission.id == submission_id,
+            Submission.status == Status.SCORING.value,
+            Submission.lease_owner == worker,
+        )
+        .values(lease_expires_at=now + dt.timedelta(seconds=lease_seconds))
+        .execution_options(synchronize_session=False)
+    )
+    return result.rowcount == 1
+
+
+def expired_leases(session: Session, *, now: dt.datetime | None = None) -> list[str]:
+    """Submissions in ``scoring`` whose worker stopped renewing its lease."""
+    now = now or utcnow()
+    return list(
+        session.scalars(
+            select(Submission.id).where(
+                Submission.status == Status.SCORING.value, Submission.lease_expires_at < now
+            )
+        )
+    )
+
+
+def stale_received(session: Session, *, older_than: dt.datetime) -> list[str]:
+    """Submissions whose upload started before ``older_than`` and never completed."""
+    return list(
+        session.scalars(
+            select(Submission.id).where(
+                Submission.status == Status.RECEIVED.value, Submission.created_at < older_than
+            )
+        )
+    )
+
+
+def queued(session: Session, *, older_than: dt.datetime | None = None) -> list[str]:
+    """Queued submissions (optionally only those queued before ``older_than``), oldest first."""
+    statement = select(Submission.id).where(Submission.status == Status.QUEUED.value)
+    if older_than is not None:
+        statement = statement.where(Submission.queued_at < older_than)
+    return list(session.scalars(statement.order_by(Submission.queued_at)))
+
+
+def get_submission(session: Session, *, submission_id: str) -> Submission | None:
+    """A submission with its team and events loaded, or None."""
+    return session.scalar(
+        select(Submission)
+        .options(joinedload(Submission.team), selectinload(Submission.events))
+        .where(Submission.id == submission_id)
+    )
+
+
+def list_submissions(
+    session: Session, *, team_id: int | None, limit: int = 100, offset: int = 0
+) -> list[Submission]:
+    """Submissions of one team (or all, for ``team_id=None``), newest first."""
+    statement = select(Submission).options(
+        selectinload(Submission.team), selectinload(Submission.events)
+    )
+    if team_id is not None:
+        statement = statement.where(Submission.team_id == team_id)
+    statement = statement.order_by(Submission.created_at.desc()).limit(limit).offset(offset)
+    return list(session.scalars(statement))

@@ -1,0 +1,92 @@
+"""The FastAPI application of the evaluator service."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import APIRouter, FastAPI
+from sqlalchemy import select
+
+from evaluator.api.routes import health, submissions, teams
+from evaluator.core.config import Settings
+from evaluator.core.db import migrate, session_factory
+from evaluator.core.security import hash_token
+from evaluator.models import Team, utcnow
+from evaluator.queue import TaskQueue
+from evaluator.storage import SubmissionStore
+
+logger = logging.getLogger("evaluator.api")
+ORGANISER_TEAM = "organisers"
+
+
+def _ensure_organiser_token(settings: Settings) -> None:
+    """Register the configured organiser token (as a hash) under the organisers' team."""
+    if settings.organiser_token is None:
+        return
+    digest = hash_token(settings.organiser_token.get_secret_value())
+    with session_factory(settings.db_url)() as session, session.begin():
+        if session.scalar(select(Team).where(Team.token_hash == digest)) is not None:
+            return
+        team = session.scalar(select(Team).where(Team.name == ORGANISER_TEAM))
+        if team is None:
+            session.add(
+                Team(
+                    name=ORGANISER_TEAM,
+                    token_hash=digest,
+                    is_organiser=True,
+                    created_at=utcnow(),
+                    upload_seq=0,
+                )
+            )
+        else:
+            team.token_hash, team.is_organiser = digest, True
+
+
+def create_app(settings: Settings | None = None, *, migrate_database: bool = True) -> FastAPI:
+    """Build the service.
+
+    Args:
+        settings: the configuration (read from the environment when omitted).
+        migrate_database: bring the schema to the newest migration at start-up.
+
+    Returns:
+        The FastAPI application.
+    """
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if migrate_database:
+            migrate(settings.db_url)
+        _ensure_organiser_token(settings)
+        yield
+        app.state.queue.close()
+
+    app = FastAPI(
+        title="PFL-DocVQA evaluator",
+        version="1.0",
+        summary="Scores federated Document VQA submissions on the hidden test split.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.sessions = session_factory(settings.db_url)
+    app.state.store = SubmissionStore(settings.storage_dir)
+    app.state.queue = TaskQueue(settings.queue, name=settings.queue_name)
+    app.include_router(health.router)
+    app.include_router(submissions.router)
+    app.include_router(teams.router)
+    for target in settings.extra_routers:
+        app.include_router(_import_router(target))
+    return app
+
+
+def _import_router(target: str) -> APIRouter:
+    """The router named by ``module:attribute`` (e.g. ``leaderboard.web:router``)."""
+    module_name, _, attribute = target.partition(":")
+    router = getattr(importlib.import_module(module_name), attribute or "router", None)
+    if not isinstance(router, APIRouter):
+        raise ValueError(f"extra router {target!r} is not a fastapi.APIRouter")
+    return router

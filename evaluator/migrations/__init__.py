@@ -1,0 +1,1 @@
+"""Alembic migration environment of the evaluator database (ships with the package)."""

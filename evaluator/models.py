@@ -1,0 +1,306 @@
+"""Database tables and the API's public schemas (one block per entity).
+
+Tables: ``teams`` (hashed API tokens, organiser role), ``submissions`` (one row per upload with
+its state, timestamps, lease and every result the leaderboard ranks on) and
+``submission_events`` (each state transition, timestamped).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    TypeDecorator,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+def utcnow() -> dt.datetime:
+    """The current time, timezone-aware UTC."""
+    return dt.datetime.now(dt.UTC)
+
+
+class UTCDateTime(TypeDecorator[dt.datetime]):
+    """A timestamp stored as UTC and always read back timezone-aware (SQLite drops the zone)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: dt.datetime | None, dialect: Any) -> dt.datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetimes are not stored; use evaluator.models.utcnow()")
+        value = value.astimezone(dt.UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: dt.datetime | None, dialect: Any) -> dt.datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+
+
+class Status(enum.StrEnum):
+    """States of a submission: received -> queued -> scoring -> finished | rejected | failed."""
+
+    RECEIVED = "received"
+    QUEUED = "queued"
+    SCORING = "scoring"
+    FINISHED = "finished"
+    REJECTED = "rejected"
+    FAILED = "failed"
+
+
+NOT_COUNTED_IN_QUOTA = (Status.REJECTED.value, Status.FAILED.value)
+TERMINAL = (Status.FINISHED.value, Status.REJECTED.value, Status.FAILED.value)
+
+
+class Base(DeclarativeBase):
+    """Declarative base of the evaluator's tables."""
+
+
+class Team(Base):
+    """A participating team (or the organisers) and the hash of its API token."""
+
+    __tablename__ = "teams"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True, index=True)
+    is_organiser: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # Bumped by every upload: updating this row first serialises one team's quota checks.
+    upload_seq: Mapped[int] = mapped_column(Integer, default=0)
+
+    submissions: Mapped[list[Submission]] = relationship(back_populates="team")
+
+
+class Submission(Base):
+    """One uploaded run: its files, state, lease and results."""
+
+    __tablename__ = "submissions"
+    __table_args__ = (
+        Index("ix_submissions_team_created", "team_id", "created_at"),
+        Index("ix_submissions_status_lease", "status", "lease_expires_at"),
+        Index("ix_submissions_track_status", "track", "status"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    track: Mapped[int] = mapped_column(Integer)
+    method: Mapped[str] = mapped_column(String(200))
+    description: Mapped[str] = mapped_column(Text, default="")
+    submission_metadata: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+    status: Mapped[str] = mapped_column(String(16), default=Status.RECEIVED.value, index=True)
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    queued_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    scoring_started_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    lease_owner: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    lease_expires_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+    model_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    model_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    has_privacy: Mapped[bool] = mapped_column(Boolean, default=False)
+
+    anls: Mapped[float | None] = mapped_column(Float, nullable=True)
+    accuracy: Mapped[float | None] = mapped_column(Float, nullable=True)
+    anls_in: Mapped[float | None] = mapped_column(Float, nullable=True)
+    anls_out: Mapped[float | None] = mapped_column(Float, nullable=True)
+    accuracy_in: Mapped[float | None] = mapped_column(Float, nullable=True)
+    accuracy_out: Mapped[float | None] = mapped_column(Float, nullable=True)
+    n_questions: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    n_in: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    n_out: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    scoring_seconds: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+    total_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    bytes_up: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    bytes_down: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    rounds: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    messages: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    per_round: Mapped[list[dict[str, int]] | None] = mapped_column(JSON, nullable=True)
+
+    epsilon: Mapped[float | None] = mapped_column(Float, nullable=True)
+    delta: Mapped[float | None] = mapped_column(Float, nullable=True)
+    privacy_verified: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    privacy_report: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+
+    hidden: Mapped[bool] = mapped_column(Boolean, default=False)
+    disqualified_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+    team: Mapped[Team] = relationship(back_populates="submissions")
+    events: Mapped[list[SubmissionEvent]] = relationship(
+        back_populates="submission", order_by="SubmissionEvent.id", cascade="all, delete-orphan"
+    )
+
+
+class SubmissionEvent(Base):
+    """One timestamped state transition of a submission."""
+
+    __tablename__ = "submission_events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    submission_id: Mapped[str] = mapped_column(
+        ForeignKey("submissions.id", ondelete="CASCADE"), index=True
+    )
+    from_status: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    to_status: Mapped[str] = mapped_column(String(16))
+    at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    detail: Mapped[str | None] = mapped_column(Text, nullable=True)
+    worker: Mapped[str | None] = mapped_column(String(64), nullable=True)
+
+    submission: Mapped[Submission] = relationship(back_populates="events")
+
+
+class SubmissionMetadata(BaseModel):
+    """The ``metadata`` part of an upload (``submission.json`` of a run directory)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    track: Literal[1, 2]
+    method: str = Field(min_length=1, max_length=200)
+    description: str = Field(default="", max_length=10_000)
+    clients: int | None = Field(default=None, ge=1, le=100_000)
+    clients_per_round: int | None = Field(default=None, ge=1, le=100_000)
+    rounds: int | None = Field(default=None, ge=1, le=1_000_000)
+    sampling: Literal["fixed", "poisson"] | None = None
+
+
+class TransitionPublic(BaseModel):
+    """A state transition as the API shows it."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    from_status: str | None
+    to_status: str
+    at: dt.datetime
+    detail: str | None
+
+
+class ResultsPublic(BaseModel):
+    """Scores, communication tally and privacy verification of a finished submission."""
+
+    anls: float | None = None
+    accuracy: float | None = None
+    anls_in: float | None = None
+    anls_out: float | None = None
+    accuracy_in: float | None = None
+    accuracy_out: float | None = None
+    n_questions: int | None = None
+    n_in: int | None = None
+    n_out: int | None = None
+    total_bytes: int | None = None
+    bytes_up: int | None = None
+    bytes_down: int | None = None
+    rounds: int | None = None
+    messages: int | None = None
+    per_round: list[dict[str, int]] | None = None
+    epsilon: float | None = None
+    delta: float | None = None
+    privacy_verified: bool | None = None
+    privacy_report: dict[str, Any] | None = None
+    scoring_seconds: float | None = None
+
+
+class SubmissionPublic(BaseModel):
+    """A submission as its team (or an organiser) sees it."""
+
+    id: str
+    team: str
+    track: int
+    method: str
+    description: str
+    status: Status
+    reason: str | None
+    attempts: int
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    queued_at: dt.datetime | None
+    scoring_started_at: dt.datetime | None
+    finished_at: dt.datetime | None
+    anls: float | None = Field(description="test ANLS (same as results.anls)")
+    accuracy: float | None
+    total_bytes: int | None = Field(description="bytes exchanged, both directions")
+    results: ResultsPublic
+    transitions: list[TransitionPublic]
+
+    @classmethod
+    def from_row(cls, row: Submission) -> SubmissionPublic:
+        """Build the public view of a submission row (team and events loaded)."""
+        results = ResultsPublic(**{name: getattr(row, name) for name in ResultsPublic.model_fields})
+        return cls(
+            id=row.id,
+            team=row.team.name,
+            track=row.track,
+            method=row.method,
+            description=row.description,
+            status=Status(row.status),
+            reason=row.reason,
+            attempts=row.attempts,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            queued_at=row.queued_at,
+            scoring_started_at=row.scoring_started_at,
+            finished_at=row.finished_at,
+            anls=row.anls,
+            accuracy=row.accuracy,
+            total_bytes=row.total_bytes,
+            results=results,
+            transitions=[TransitionPublic.model_validate(event) for event in row.events],
+        )
+
+
+class SubmissionAccepted(BaseModel):
+    """Answer to an accepted upload (HTTP 202)."""
+
+    id: str
+    status: Status
+    url: str
+
+
+class SubmissionList(BaseModel):
+    """A team's submissions, newest first."""
+
+    submissions: list[SubmissionPublic]
+
+
+class TeamCreate(BaseModel):
+    """Request body of the organiser endpoint that creates a team."""
+
+    name: str = Field(min_length=1, max_length=100, pattern=r"^[\w .@+-]+$")
+    organiser: bool = False
+
+
+class TeamCreated(BaseModel):
+    """A new team and its API token (shown once, stored only as a hash)."""
+
+    id: int
+    name: str
+    organiser: bool
+    token: str
+
+
+class Health(BaseModel):
+    """Answer of ``GET /healthz``."""
+
+    status: Literal["ok"]
+    database: Literal["ok"]

@@ -1,0 +1,229 @@
+"""Upload storage: multipart bodies streamed to disk with per-part limits, stored atomically.
+
+An upload is written under ``STORAGE/incoming/<id>/`` while it arrives; only when every part is
+complete and has passed the upload-time checks is the directory flushed and renamed (one
+``os.replace``) to ``STORAGE/submissions/<id>/``. A failed or interrupted upload leaves nothing
+in ``submissions/`` and its ``incoming/`` directory is removed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from python_multipart.multipart import MultipartParser, parse_options_header
+
+FILENAMES = {
+    "model": "model.safetensors",
+    "communication_log": "communication_log.csv",
+    "privacy": "privacy.json",
+    "metadata": "metadata.json",
+}
+REQUIRED_PARTS = ("model", "communication_log", "metadata")
+FLUSH_BYTES = 1024 * 1024
+# After a limit is hit the rest of the body is read and discarded up to this many extra bytes,
+# so the client receives the 413 answer instead of a broken connection.
+DRAIN_BYTES = 16 * 1024 * 1024
+
+
+class UploadError(Exception):
+    """An upload that cannot be accepted; ``status_code`` is the HTTP answer."""
+
+    def __init__(self, status_code: int, message: str) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.message = message
+
+
+@dataclass
+class SubmissionStore:
+    """The directory tree holding uploads.
+
+    Attributes:
+        root: the storage directory (shared by every worker machine).
+    """
+
+    root: Path
+
+    def __post_init__(self) -> None:
+        self.root = Path(self.root)
+        for sub in ("incoming", "submissions"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+
+    def incoming(self, submission_id: str) -> Path:
+        """Where an upload is written while it arrives."""
+        return self.root / "incoming" / submission_id
+
+    def directory(self, submission_id: str) -> Path:
+        """Where a complete upload lives."""
+        return self.root / "submissions" / submission_id
+
+    def file(self, submission_id: str, part: str) -> Path:
+        """Path of one part of a stored submission."""
+        return self.directory(submission_id) / FILENAMES[part]
+
+    def commit(self, submission_id: str) -> Path:
+        """Flush an upload to disk and move it into place in one rename."""
+        source = self.incoming(submission_id)
+        for path in source.iterdir():
+            with path.open("rb") as handle:
+                os.fsync(handle.fileno())
+        target = self.directory(submission_id)
+        os.replace(source, target)
+        _fsync_directory(target.parent)
+        return target
+
+    def discard(self, submission_id: str) -> None:
+        """Remove every trace of an upload (incoming or stored)."""
+        shutil.rmtree(self.incoming(submission_id), ignore_errors=True)
+        shutil.rmtree(self.directory(submission_id), ignore_errors=True)
+
+
+def _fsync_directory(path: Path) -> None:
+    """Make a rename in ``path`` durable."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+class _PartWriter:
+    """python-multipart callbacks that write each allowed part to its own file."""
+
+    def __init__(self, directory: Path, limits: dict[str, int]) -> None:
+        self.directory = directory
+        self.limits = limits
+        self.received: dict[str, int] = {}
+        self._headers: dict[bytes, bytes] = {}
+        self._field = b""
+        self._value = b""
+        self._name: str | None = None
+        self._handle: BinaryIO | None = None
+
+    def callbacks(self) -> dict[str, object]:
+        return {
+            "on_part_begin": self._part_begin,
+            "on_header_field": lambda data, start, end: self._grow("_field", data[start:end]),
+            "on_header_value": lambda data, start, end: self._grow("_value", data[start:end]),
+            "on_header_end": self._header_end,
+            "on_headers_finished": self._headers_finished,
+            "on_part_data": self._part_data,
+            "on_part_end": self._part_end,
+        }
+
+    def _grow(self, attribute: str, data: bytes) -> None:
+        setattr(self, attribute, getattr(self, attribute) + data)
+
+    def _part_begin(self) -> None:
+        self._headers, self._field, self._value, self._name = {}, b"", b"", None
+
+    def _header_end(self) -> None:
+        self._headers[self._field.lower()] = self._value
+        self._field, self._value = b"", b""
+
+    def _headers_finished(self) -> None:
+        _, options = parse_options_header(self._headers.get(b"content-disposition", b""))
+        name = options.get(b"name", b"").decode("utf-8", "replace")
+        if name not in self.limits:
+            raise UploadError(
+                422,
+                f"unknown form field {name[:40]!r}; send the fields "
+                f"{', '.join(FILENAMES)} (privacy only for track 2)",
+            )
+        if name in self.received:
+            raise UploadError(422, f"form field {name!r} sent twice")
+        self._name = name
+        self.received[name] = 0
+        self._handle = (self.directory / FILENAMES[name]).open("wb")
+
+    def _part_data(self, data: bytes, start: int, end: int) -> None:
+        assert self._name is not None and self._handle is not None
+        self.received[self._name] += end - start
+        if self.received[self._name] > self.limits[self._name]:
+            raise UploadError(
+                413, f"{self._name} exceeds the limit of {self.limits[self._name]} bytes"
+            )
+        self._handle.write(data[start:end])
+
+    def _part_end(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    def close(self) -> None:
+        self._part_end()
+
+
+async def receive_multipart(
+    body: AsyncIterator[bytes],
+    content_type: str,
+    directory: Path,
+    *,
+    limits: dict[str, int],
+    max_total: int,
+) -> dict[str, int]:
+    """Stream a ``multipart/form-data`` body into ``directory``, one file per part.
+
+    Args:
+        body: the request body chunks.
+        content_type: the request's Content-Type header (carries the boundary).
+        directory: an empty directory to write into.
+        limits: allowed part name -> most bytes.
+        max_total: most bytes of the whole body.
+
+    Returns:
+        Part name -> bytes received.
+
+    Raises:
+        UploadError: 415 for a body that is not multipart, 413 for a part or body over its
+            limit, 422 for unknown, repeated or missing parts.
+    """
+    from starlette.concurrency import run_in_threadpool
+
+    kind, options = parse_options_header(content_type)
+    boundary = options.get(b"boundary")
+    if kind != b"multipart/form-data" or not boundary:
+        raise UploadError(415, "send the submission as multipart/form-data")
+    directory.mkdir(parents=True, exist_ok=False)
+    writer = _PartWriter(directory, limits)
+    parser = MultipartParser(boundary, writer.callbacks())
+    total = 0
+    buffer = bytearray()
+    error: UploadError | None = None
+    try:
+        async for chunk in body:
+            total += len(chunk)
+            if error is not None:
+                if total > max_total + DRAIN_BYTES:
+                    break
+                continue
+            if total > max_total:
+                error = UploadError(413, f"the upload exceeds the limit of {max_total} bytes")
+                continue
+            buffer += chunk
+            if len(buffer) >= FLUSH_BYTES:
+                try:
+                    await run_in_threadpool(parser.write, bytes(buffer))
+                except UploadError as exc:
+                    error = exc
+                buffer.clear()
+        if error is None:
+            await run_in_threadpool(parser.write, bytes(buffer))
+            parser.finalize()
+    except UploadError:
+        raise
+    except Exception as exc:  # malformed framing from the multipart parser
+        raise UploadError(400, f"malformed multipart body ({type(exc).__name__})") from None
+    finally:
+        writer.close()
+    if error is not None:
+        raise error
+    missing = [part for part in REQUIRED_PARTS if part not in writer.received]
+    if missing:
+        raise UploadError(422, f"missing form fields: {', '.join(missing)}")
+    return writer.received

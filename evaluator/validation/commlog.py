@@ -1,0 +1,239 @@
+"""The communication log (``communication_log.csv``): parsed with limits, validated, tallied.
+
+Format (docs/design.md): header ``federated_round,sender,receiver,amount_of_bytes``, one row per
+message, the server is -1 and clients are 0..K-1. Track 1 ranks on the total bytes exchanged in
+both directions (PFL-DocVQA competition rules).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evaluator.validation.errors import InvalidSubmission
+
+PART = "communication_log"
+HEADER = ("federated_round", "sender", "receiver", "amount_of_bytes")
+SERVER = -1
+MAX_LINE_CHARS = 200
+
+
+@dataclass
+class RoundTally:
+    """Bytes of one federated round.
+
+    Attributes:
+        round: the round number from the log.
+        up: bytes sent by clients to the server.
+        down: bytes sent by the server to clients.
+        clients: distinct clients that took part.
+        messages: rows of the round.
+    """
+
+    round: int
+    up: int = 0
+    down: int = 0
+    clients: set[int] = field(default_factory=set)
+    messages: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        """JSON-ready view."""
+        return {
+            "round": self.round,
+            "up": self.up,
+            "down": self.down,
+            "total": self.up + self.down,
+            "clients": len(self.clients),
+            "messages": self.messages,
+        }
+
+
+@dataclass
+class CommunicationTally:
+    """Totals of a validated log.
+
+    Attributes:
+        rounds: the per-round tallies in log order.
+    """
+
+    rounds: list[RoundTally]
+
+    @property
+    def bytes_up(self) -> int:
+        """Client-to-server bytes."""
+        return sum(r.up for r in self.rounds)
+
+    @property
+    def bytes_down(self) -> int:
+        """Server-to-client bytes."""
+        return sum(r.down for r in self.rounds)
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes in both directions: the track-1 ranking key."""
+        return self.bytes_up + self.bytes_down
+
+    @property
+    def messages(self) -> int:
+        """Rows of the log."""
+        return sum(r.messages for r in self.rounds)
+
+    def per_round(self) -> list[dict[str, int]]:
+        """JSON-ready per-round tallies."""
+        return [r.as_dict() for r in self.rounds]
+
+
+def parse_log(
+    path: Path,
+    *,
+    clients: int,
+    max_bytes: int,
+    max_rows: int,
+    clients_per_round: int | None = None,
+    rounds: int | None = None,
+    sampling: str | None = None,
+) -> CommunicationTally:
+    """Read, validate and tally a communication log.
+
+    Args:
+        path: the CSV file.
+        clients: K, the number of clients of the benchmark (ids 0..K-1).
+        max_bytes: largest file accepted.
+        max_rows: most messages accepted.
+        clients_per_round: when given, each round must involve exactly this many distinct
+            clients (at most this many when ``sampling`` is ``"poisson"``).
+        rounds: when given, the log must hold exactly this many rounds.
+        sampling: ``"fixed"`` or ``"poisson"`` client sampling.
+
+    Returns:
+        The tally.
+
+    Raises:
+        InvalidSubmission: naming the first offending line and what to fix.
+    """
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise InvalidSubmission(PART, f"{size} bytes exceed the limit of {max_bytes}")
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InvalidSubmission(
+            PART, "the log is not UTF-8 text; upload the CSV the engine wrote"
+        ) from None
+    lines = text.splitlines()
+    if not lines:
+        raise InvalidSubmission(PART, "the log is empty")
+    if len(lines) - 1 > max_rows:
+        raise InvalidSubmission(PART, f"{len(lines) - 1} rows exceed the limit of {max_rows}")
+    header = tuple(cell.strip() for cell in lines[0].split(","))
+    if header != HEADER:
+        raise InvalidSubmission(
+            PART, f"the first line must be {','.join(HEADER)!r}, got {lines[0][:MAX_LINE_CHARS]!r}"
+        )
+    tallies: list[RoundTally] = []
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        if len(line) > MAX_LINE_CHARS:
+            raise InvalidSubmission(
+                PART, f"line {number} is longer than {MAX_LINE_CHARS} characters"
+            )
+        row = next(csv.reader(io.StringIO(line)))
+        round_, sender, receiver, amount = _row_values(row, number)
+        _check_row(number, round_, sender, receiver, amount, clients)
+        if tallies and round_ < tallies[-1].round:
+            raise InvalidSubmission(
+                PART,
+                f"line {number}: round {round_} after round "
+                f"{tallies[-1].round}; rounds must be in order",
+            )
+        if not tallies or round_ != tallies[-1].round:
+            tallies.append(RoundTally(round=round_))
+        tally = tallies[-1]
+        tally.messages += 1
+        if sender == SERVER:
+            tally.down += amount
+            tally.clients.add(receiver)
+        else:
+            tally.up += amount
+            tally.clients.add(sender)
+    if not tallies:
+        raise InvalidSubmission(PART, "the log has a header but no messages")
+    _check_consistency(
+        tallies, clients_per_round=clients_per_round, rounds=rounds, sampling=sampling
+    )
+    return CommunicationTally(tallies)
+
+
+def _row_values(row: list[str], number: int) -> tuple[int, int, int, int]:
+    """The four integers of one row."""
+    if len(row) != 4:
+        raise InvalidSubmission(
+            PART, f"line {number}: {len(row)} fields, expected 4 ({','.join(HEADER)})"
+        )
+    values = []
+    for name, cell in zip(HEADER, row, strict=True):
+        cell = cell.strip()
+        if not cell.lstrip("-").isdigit() or len(cell) > 20:
+            raise InvalidSubmission(
+                PART, f"line {number}: {name} must be an integer, got {cell[:30]!r}"
+            )
+        values.append(int(cell))
+    return values[0], values[1], values[2], values[3]
+
+
+def _check_row(
+    number: int, round_: int, sender: int, receiver: int, amount: int, clients: int
+) -> None:
+    """Range checks of one message."""
+    if round_ < 0:
+        raise InvalidSubmission(PART, f"line {number}: federated_round {round_} is negative")
+    for name, node in (("sender", sender), ("receiver", receiver)):
+        if not SERVER <= node < clients:
+            raise InvalidSubmission(
+                PART,
+                f"line {number}: {name} {node} is not the server (-1) or a "
+                f"client id in 0..{clients - 1}",
+            )
+    if (sender == SERVER) == (receiver == SERVER):
+        raise InvalidSubmission(
+            PART,
+            f"line {number}: every message goes between the server (-1) "
+            f"and a client, got {sender} -> {receiver}",
+        )
+    if amount <= 0:
+        raise InvalidSubmission(
+            PART, f"line {number}: amount_of_bytes must be positive, got {amount}"
+        )
+
+
+def _check_consistency(
+    tallies: list[RoundTally],
+    *,
+    clients_per_round: int | None,
+    rounds: int | None,
+    sampling: str | None,
+) -> None:
+    """Rounds and clients per round must agree with what the submission declares."""
+    if rounds is not None and len(tallies) != rounds:
+        raise InvalidSubmission(
+            PART, f"the log holds {len(tallies)} rounds but the metadata declares {rounds}"
+        )
+    if clients_per_round is None:
+        return
+    for tally in tallies:
+        seen = len(tally.clients)
+        if sampling == "poisson" and seen > clients_per_round:
+            raise InvalidSubmission(
+                PART,
+                f"round {tally.round}: {seen} clients took part, more than "
+                f"the declared {clients_per_round} per round",
+            )
+        if sampling != "poisson" and seen != clients_per_round:
+            raise InvalidSubmission(
+                PART,
+                f"round {tally.round}: {seen} clients took part but "
+                f"{clients_per_round} per round are declared",
+            )

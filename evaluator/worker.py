@@ -1,0 +1,433 @@
+"""The scoring worker: claims a submission with a lease, validates and scores it, records once.
+
+A job moves ``queued -> scoring`` by an atomic claim that sets a lease; a heartbeat thread
+renews the lease while the checkpoint is scored. The result is written only while this worker
+still holds the lease, so if a worker is killed (or stalls past its lease) the reaper re-queues
+the job, another worker scores it, and exactly one result is kept. Invalid input ends in
+``rejected`` with the reason; an error on our side ends in ``failed`` and is retried up to
+``max_attempts`` times.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import socket
+import threading
+import time
+import traceback
+import uuid
+from typing import Any
+
+from sqlalchemy import update
+
+from evaluator import crud
+from evaluator.core.config import Settings
+from evaluator.core.db import session_scope
+from evaluator.models import Status, Submission, SubmissionEvent, SubmissionMetadata, utcnow
+from evaluator.queue import TaskQueue
+from evaluator.scoring import Scorer
+from evaluator.storage import SubmissionStore
+from evaluator.validation import InvalidSubmission
+from evaluator.validation.checkpoint import validate_checkpoint
+from evaluator.validation.commlog import parse_log
+from evaluator.validation.privacy import load_declaration, verify_declaration
+
+logger = logging.getLogger("evaluator.worker")
+
+
+def worker_name() -> str:
+    """A unique name for this worker thread: host, process, and a random suffix."""
+    return f"{socket.gethostname()[:24]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class _Heartbeat(threading.Thread):
+    """Renews a job's lease until stopped; notes when the lease was lost."""
+
+    def __init__(self, runner: JobRunner, submission_id: str, worker: str) -> None:
+        super().__init__(name=f"heartbeat-{submission_id[:8]}", daemon=True)
+        self.runner, self.submission_id, self.worker = runner, submission_id, worker
+        self.stopped = threading.Event()
+        self.lost = False
+
+    def run(self) -> None:
+        settings = self.runner.settings
+        while not self.stopped.wait(settings.heartbeat_seconds):
+            try:
+                with session_scope(settings.db_url) as session:
+                    held = crud.renew_lease(
+                        session,
+                        submission_id=self.submission_id,
+                        worker=self.worker,
+                        lease_seconds=settings.lease_seconds,
+                    )
+            except Exception as exc:  # a database hiccup: try again at the next beat
+                logger.warning("heartbeat of %s failed: %s", self.submission_id, type(exc).__name__)
+                continue
+            if not held:
+                self.lost = True
+                logger.warning("lease of %s lost; its result will be discarded", self.submission_id)
+                return
+
+
+class JobRunner:
+    """Runs scoring jobs in a worker process.
+
+    Args:
+        settings: the service settings (database, storage, data, limits).
+        queue: the task queue, used to schedule retries.
+        scorer: the test-split scorer (built from the settings when omitted).
+    """
+
+    def __init__(self, settings: Settings, queue: TaskQueue, scorer: Scorer | None = None) -> None:
+        if settings.data_dir is None:
+            raise ValueError(
+                "the worker needs the benchmark directory: pass --data DIR "
+                "(or set PFLKIT_EVALUATOR_DATA_DIR)"
+            )
+        self.settings = settings
+        self.queue = queue
+        self.store = SubmissionStore(settings.storage_dir)
+        self.scorer = scorer or Scorer(
+            settings.data_dir,
+            reference_model=settings.reference_model,
+            batch_size=settings.batch_size,
+            images_dir=settings.images_dir,
+            cache_root=settings.storage_dir,
+        )
+
+    def __call__(self, submission_id: str) -> str:
+        """Score one submission if it can be claimed; returns the outcome."""
+        return self.run(submission_id)
+
+    def run(self, submission_id: str) -> str:
+        """Claim, validate, score and record one submission.
+
+        Args:
+            submission_id: the submission.
+
+        Returns:
+            ``skipped`` (not claimable), ``finished``, ``rejected``, ``failed``, ``retrying`` or
+            ``lost`` (another worker took the job over).
+        """
+        settings = self.settings
+        worker = worker_name()
+        with session_scope(settings.db_url) as session:
+            if not crud.claim(
+                session,
+                submission_id=submission_id,
+                worker=worker,
+                lease_seconds=settings.lease_seconds,
+            ):
+                logger.info("submission %s is not claimable; skipped", submission_id)
+                return "skipped"
+        logger.info("scoring submission %s (%s)", submission_id, worker)
+        heartbeat = _Heartbeat(self, submission_id, worker)
+        heartbeat.start()
+        try:
+            values = self._evaluate(submission_id)
+        except InvalidSubmission as exc:
+            return self._finish(submission_id, worker, Status.REJECTED, detail=str(exc))
+        except Exception as exc:
+            frames = "".join(traceback.format_list(traceback.extract_tb(exc.__traceback__)))
+            # The exception's message is left out on purpose: it could quote test data.
+            logger.error("scoring %s raised %s at\n%s", submission_id, type(exc).__name__, frames)
+            return self._fail(submission_id, worker, type(exc).__name__)
+        finally:
+            heartbeat.stopped.set()
+        return self._finish(submission_id, worker, Status.FINISHED, values=values)
+
+    def _finish(
+        self,
+        submission_id: str,
+        worker: str,
+        status: Status,
+        *,
+        detail: str | None = None,
+        values: dict[str, Any] | None = None,
+    ) -> str:
+        """Record the outcome if this worker still holds the lease."""
+        with session_scope(self.settings.db_url) as session:
+            done = crud.transition(
+                session,
+                submission_id=submission_id,
+                from_status=Status.SCORING,
+                to_status=status,
+                detail=detail,
+                worker=worker,
+                lease_owner=worker,
+                values=values,
+            )
+        if not done:
+            logger.warning("submission %s was taken over; this result is discarded", submission_id)
+            return "lost"
+        logger.info("submission %s %s", submission_id, status.value)
+        return status.value
+
+    def _fail(self, submission_id: str, worker: str, error: str) -> str:
+        """Record an internal failure and schedule a retry while attempts remain."""
+        with session_scope(self.settings.db_url) as session:
+            row = session.get(Submission, submission_id)
+            attempts = row.attempts if row else self.settings.max_attempts
+            retry = attempts < self.settings.max_attempts
+            detail = (
+                f"internal error ({error}) on attempt {attempts} of "
+                f"{self.settings.max_attempts}" + ("; retrying" if retry else "")
+            )
+            if not crud.transition(
+                session,
+                submission_id=submission_id,
+                from_status=Status.SCORING,
+                to_status=Status.FAILED,
+                detail=detail,
+                worker=worker,
+                lease_owner=worker,
+            ):
+                return "lost"
+            if retry:
+                crud.transition(
+                    session,
+                    submission_id=submission_id,
+                    from_status=Status.FAILED,
+                    to_status=Status.QUEUED,
+                    detail="automatic retry",
+                    worker=worker,
+                )
+        if retry:
+            self.queue.enqueue(submission_id, delay=self.settings.retry_delay_seconds)
+            return "retrying"
+        return "failed"
+
+    def _evaluate(self, submission_id: str) -> dict[str, Any]:
+        """Validate every part and score the checkpoint; returns the result columns."""
+        settings = self.settings
+        with session_scope(settings.db_url) as session:
+            row = session.get(Submission, submission_id)
+            if row is None:
+                raise LookupError("submission row vanished")
+            track, stored_metadata = row.track, dict(row.submission_metadata)
+        try:
+            metadata = SubmissionMetadata.model_validate(stored_metadata)
+        except ValueError as exc:
+            raise InvalidSubmission("metadata", str(exc).splitlines()[0]) from None
+        directory = self.store.directory(submission_id)
+        model_path = directory / "model.safetensors"
+        if not model_path.is_file():
+            raise FileNotFoundError("stored submission is missing its checkpoint")
+        validate_checkpoint(
+            model_path,
+            self.scorer.expected_spec,
+            max_header_bytes=settings.max_header_bytes,
+            max_tensors=settings.max_tensors,
+        )
+        tally = parse_log(
+            directory / "communication_log.csv",
+            clients=self.scorer.clients,
+            max_bytes=settings.max_log_bytes,
+            max_rows=settings.max_log_rows,
+            clients_per_round=metadata.clients_per_round,
+            rounds=metadata.rounds,
+            sampling=metadata.sampling,
+        )
+        values: dict[str, Any] = {
+            "total_bytes": tally.total_bytes,
+            "bytes_up": tally.bytes_up,
+            "bytes_down": tally.bytes_down,
+            "rounds": len(tally.rounds),
+            "messages": tally.messages,
+            "per_round": tally.per_round(),
+            "model_bytes": model_path.stat().st_size,
+        }
+        if track == 2:
+            privacy_path = directory / "privacy.json"
+            if not privacy_path.is_file():
+                raise InvalidSubmission(
+                    "privacy", "track 2 needs a privacy declaration (privacy.json)"
+                )
+            declaration = load_declaration(privacy_path, max_bytes=settings.max_json_bytes)
+            verified, report = verify_declaration(declaration, tally, clients=self.scorer.clients)
+            values.update(
+                epsilon=float(declaration.epsilon),
+                delta=float(declaration.delta),
+                privacy_verified=verified,
+                privacy_report=report,
+            )
+        scores = self.scorer.score(model_path)
+        values.update(
+            anls=scores.anls,
+            accuracy=scores.accuracy,
+            anls_in=scores.anls_in,
+            anls_out=scores.anls_out,
+            accuracy_in=scores.accuracy_in,
+            accuracy_out=scores.accuracy_out,
+            n_questions=scores.n,
+            n_in=scores.n_in,
+            n_out=scores.n_out,
+            scoring_seconds=scores.seconds,
+        )
+        return values
+
+
+def reap(settings: Settings, queue: TaskQueue, store: SubmissionStore) -> dict[str, int]:
+    """Recover jobs after crashes; run periodically by every worker (idempotent).
+
+    * ``scoring`` with an expired lease (its worker died): back to ``queued`` and re-sent, or
+      ``failed`` once ``max_attempts`` workers have died on it.
+    * ``received`` for longer than ``received_timeout_seconds`` (the upload died with the
+      server): ``failed`` and its files removed.
+    * ``queued`` while the queue is empty (a task lost between commit and enqueue, or with a
+      killed worker): re-sent.
+
+    Args:
+        settings: the service settings.
+        queue: the task queue.
+        store: the upload storage.
+
+    Returns:
+        How many submissions were re-queued, failed and re-sent.
+    """
+    now = utcnow()
+    counts = {"requeued": 0, "failed": 0, "resent": 0}
+    with session_scope(settings.db_url) as session:
+        expired = crud.expired_leases(session, now=now)
+    for submission_id in expired:
+        with session_scope(settings.db_url) as session:
+            row = session.get(Submission, submission_id)
+            if row is None:
+                continue
+            give_up = row.attempts >= settings.max_attempts
+            target = Status.FAILED if give_up else Status.QUEUED
+            detail = (
+                f"worker lost {row.attempts} times; giving up"
+                if give_up
+                else "worker stopped renewing its lease; re-queued"
+            )
+            moved = (
+                session.execute(
+                    update(Submission)
+                    .where(
+                        Submission.id == submission_id,
+                        Submission.status == Status.SCORING.value,
+                        Submission.lease_expires_at < now,
+                    )
+                    .values(
+                        status=target.value,
+                        updated_at=now,
+                        lease_owner=None,
+                        lease_expires_at=None,
+                        **(
+                            {"reason": detail, "finished_at": now}
+                            if give_up
+                            else {"queued_at": now}
+                        ),
+                    )
+                    .execution_options(synchronize_session=False)
+                ).rowcount
+                == 1
+            )
+            if moved:
+                session.add(
+                    SubmissionEvent(
+                        submission_id=submission_id,
+                        from_status=Status.SCORING.value,
+                        to_status=target.value,
+                        at=now,
+                        detail=detail,
+                    )
+                )
+        if moved and not give_up:
+            queue.enqueue(submission_id)
+            counts["requeued"] += 1
+        elif moved:
+            counts["failed"] += 1
+    stale_before = now - dt.timedelta(seconds=settings.received_timeout_seconds)
+    with session_scope(settings.db_url) as session:
+        for submission_id in crud.stale_received(session, older_than=stale_before):
+            if crud.transition(
+                session,
+                submission_id=submission_id,
+                from_status=Status.RECEIVED,
+                to_status=Status.FAILED,
+                detail="the upload did not complete",
+            ):
+                store.discard(submission_id)
+                counts["failed"] += 1
+    if queue.pending() == 0:
+        settle = now - dt.timedelta(seconds=settings.reap_interval_seconds)
+        with session_scope(settings.db_url) as session:
+            waiting = crud.queued(session, older_than=settle)
+        for submission_id in waiting:
+            queue.enqueue(submission_id)
+            counts["resent"] += 1
+    if any(counts.values()):
+        logger.info("reaper: %s", counts)
+    return counts
+
+
+class Reaper(threading.Thread):
+    """Runs :func:`reap` every ``reap_interval_seconds`` (and at once on start)."""
+
+    def __init__(
+        self, settings: Settings, queue: TaskQueue, *, parent_pid: int | None = None
+    ) -> None:
+        super().__init__(name="reaper", daemon=True)
+        self.settings, self.queue = settings, queue
+        self.store = SubmissionStore(settings.storage_dir)
+        self.stopped = threading.Event()
+        self.parent_pid = parent_pid
+
+    def run(self) -> None:
+        while True:
+            try:
+                reap(self.settings, self.queue, self.store)
+            except Exception as exc:
+                logger.warning("reaper pass failed: %s", type(exc).__name__)
+            if self.parent_pid is not None and os.getppid() != self.parent_pid:
+                logger.warning(
+                    "parent process %s is gone; stopping the embedded worker", self.parent_pid
+                )
+                os.kill(os.getpid(), 15)
+                return
+            if self.stopped.wait(self.settings.reap_interval_seconds):
+                return
+
+
+def run_worker(settings: Settings, *, parent_pid: int | None = None) -> None:
+    """Run a scoring worker until SIGINT/SIGTERM (the body of ``pflkit worker``).
+
+    Args:
+        settings: the service settings.
+        parent_pid: for the worker embedded in ``pflkit serve``: stop when that process dies.
+    """
+    from evaluator.core.db import migrate
+    from evaluator.queue import install_handler
+
+    migrate(settings.db_url)
+    if settings.torch_threads:
+        import torch
+
+        torch.set_num_threads(settings.torch_threads)
+    queue = TaskQueue(settings.queue, name=settings.queue_name)
+    runner = JobRunner(settings, queue)
+    started = time.perf_counter()
+    runner.scorer.prepare()
+    logger.info(
+        "worker ready in %.1f s (test split and reference model loaded)",
+        time.perf_counter() - started,
+    )
+    install_handler(runner)
+    reaper = Reaper(settings, queue, parent_pid=parent_pid)
+    reaper.start()
+    consumer = queue.huey.create_consumer(
+        workers=settings.worker_threads,
+        worker_type="thread",
+        initial_delay=0.05,
+        backoff=1.5,
+        max_delay=1.0,
+        check_worker_health=True,
+    )
+    try:
+        consumer.run()
+    finally:
+        reaper.stopped.set()

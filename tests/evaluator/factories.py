@@ -1,0 +1,170 @@
+"""Builders of submission parts for the evaluator tests: checkpoints, logs, declarations, runs."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import struct
+from pathlib import Path
+
+import numpy as np
+from safetensors.numpy import save_file
+
+LOG_HEADER = "federated_round,sender,receiver,amount_of_bytes"
+
+
+def fedavg_log(*, rounds: int = 2, clients: tuple[int, ...] = (0, 1), nbytes: int = 1000) -> str:
+    """A valid log: each round the server sends to and receives from the given clients."""
+    lines = [LOG_HEADER]
+    for r in range(rounds):
+        for c in clients:
+            lines.append(f"{r},-1,{c},{nbytes}")
+        for c in clients:
+            lines.append(f"{r},{c},-1,{nbytes // 2}")
+    return "\n".join(lines) + "\n"
+
+
+def declaration(**overrides: object) -> dict:
+    """A complete track-2 privacy declaration (the FL-GROUP-DP baseline's, epsilon 8 at 5 rounds)."""
+    base = {
+        "epsilon": 8.0,
+        "delta": 1e-5,
+        "noise_multiplier": 0.468,
+        "clipping_norm": 0.5,
+        "rounds": 2,
+        "clients": 10,
+        "clients_per_round": 2,
+        "providers_per_round": 50,
+        "min_providers": 400,
+        "sampling": "fixed",
+        "analysis": "competition",
+        "unit": "provider",
+    }
+    base.update(overrides)
+    return base
+
+
+def metadata(track: int = 1, **overrides: object) -> dict:
+    """The ``submission.json`` of a run."""
+    return {
+        "track": track,
+        "method": "fedavg",
+        "description": "test run",
+        "clients": 10,
+        "clients_per_round": 2,
+        "rounds": 2,
+        **overrides,
+    }
+
+
+def write_run(
+    directory: Path,
+    model: Path | bytes,
+    *,
+    track: int = 1,
+    log: str | None = None,
+    privacy: dict | None = None,
+    meta: dict | None = None,
+) -> Path:
+    """Write a run directory as ``pflkit train`` does."""
+    (directory / "checkpoint").mkdir(parents=True, exist_ok=True)
+    target = directory / "checkpoint" / "model.safetensors"
+    if isinstance(model, bytes):
+        target.write_bytes(model)
+    else:
+        target.write_bytes(Path(model).read_bytes())
+    (directory / "communication_log.csv").write_text(log if log is not None else fedavg_log())
+    (directory / "submission.json").write_text(json.dumps(meta or metadata(track)))
+    if privacy is not None:
+        (directory / "privacy.json").write_text(json.dumps(privacy))
+    return directory
+
+
+def small_safetensors(path: Path, tensors: dict[str, np.ndarray] | None = None) -> Path:
+    """A small valid safetensors file."""
+    tensors = tensors or {
+        "a.weight": np.ones((4, 3), np.float32),
+        "b.bias": np.zeros(5, np.float32),
+    }
+    save_file(tensors, str(path))
+    return path
+
+
+class MarkerPayload:
+    """A pickle payload that, if ever unpickled, creates a marker file."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (Path.touch, (self.marker,))
+
+
+def pickle_bomb(marker: Path) -> bytes:
+    """A pickle (as torch.save would write) whose loading would create ``marker``."""
+    return pickle.dumps({"state_dict": MarkerPayload(marker)}, protocol=4)
+
+
+def truncated(model: Path, keep: float = 0.5) -> bytes:
+    """The first part of a valid checkpoint."""
+    data = model.read_bytes()
+    return data[: int(len(data) * keep)]
+
+
+def with_header_len(value: int, rest: bytes = b"{}") -> bytes:
+    """Bytes that start with a given safetensors header length."""
+    return struct.pack("<Q", value) + rest
+
+
+PROVIDERS_IN = ("ACME Corp", "Globex")
+PROVIDERS_OUT = ("Initech", "Umbrella")
+SECRET_PREFIX = "ZQX"
+
+
+def secret_answer(index: int) -> str:
+    """A distinctive test answer, easy to search for in logs, responses and the database."""
+    return f"{SECRET_PREFIX}{index:04d}-{(index * 7919) % 100000:05d}"
+
+
+def write_benchmark(directory: Path, *, questions: int = 24, clients: int = 10) -> Path:
+    """A benchmark directory with a hidden test split in the real layout (organisers' side).
+
+    ``DIR/evaluator/imdb_test.npy`` (header + records with answers and in/out distribution),
+    its page images, and ``DIR/benchmark.json``. Answers are distinctive strings so that the
+    tests can prove they never leave the evaluator.
+    """
+    from PIL import Image
+
+    from benchmark.data.imdb import write_imdb
+
+    evaluator_dir = directory / "evaluator"
+    images = evaluator_dir / "images"
+    images.mkdir(parents=True, exist_ok=True)
+    records = []
+    for index in range(questions):
+        inside = index % 2 == 0
+        provider = (PROVIDERS_IN if inside else PROVIDERS_OUT)[index % 4 // 2]
+        answer = secret_answer(index)
+        tokens = ["Invoice", "number", answer, "Total", f"{index * 3.5:.2f}", "EUR", provider]
+        boxes = np.array([[0.05 + 0.1 * i, 0.1, 0.14 + 0.1 * i, 0.13] for i in range(len(tokens))])
+        image_name = f"doc_{index:03d}"
+        Image.new("RGB", (64, 80), (255, 255, 255)).save(images / f"{image_name}.jpg")
+        records.append(
+            {
+                "question_id": index + 1,
+                "question": "What is the invoice number?",
+                "answers": [answer],
+                "ocr_tokens": tokens,
+                "ocr_normalized_boxes": boxes,
+                "image_name": image_name,
+                "provider": provider,
+                "distribution": "in" if inside else "out",
+                "question_type": "invoice_number",
+                "document_id": image_name,
+            }
+        )
+    write_imdb(evaluator_dir / "imdb_test.npy", {"split": "test", "version": "test"}, records)
+    (directory / "benchmark.json").write_text(
+        json.dumps({"scale": "test", "seed": 0, "clients": clients})
+    )
+    return directory

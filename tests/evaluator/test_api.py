@@ -1,0 +1,305 @@
+"""The API on a real localhost server: auth, upload, storage, visibility, bad-input corpus."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import func, select
+
+from evaluator.core.db import session_scope
+from evaluator.models import Submission
+from tests.evaluator.conftest import LiveServer
+from tests.evaluator.factories import (
+    LOG_HEADER,
+    declaration,
+    fedavg_log,
+    metadata,
+    pickle_bomb,
+    truncated,
+)
+
+
+def upload(
+    server: str,
+    token: str | None,
+    *,
+    model: bytes,
+    log: str | None = None,
+    meta: dict | str | None = None,
+    privacy: dict | str | None = None,
+    extra: dict | None = None,
+) -> httpx.Response:
+    """POST one submission as multipart."""
+    files: dict = {
+        "model": ("model.safetensors", model, "application/octet-stream"),
+        "communication_log": (
+            "communication_log.csv",
+            log if log is not None else fedavg_log(),
+            "text/csv",
+        ),
+        "metadata": (
+            "submission.json",
+            meta if isinstance(meta, str) else json.dumps(meta or metadata()),
+            "application/json",
+        ),
+    }
+    if privacy is not None:
+        files["privacy"] = (
+            "privacy.json",
+            privacy if isinstance(privacy, str) else json.dumps(privacy),
+            "application/json",
+        )
+    files.update(extra or {})
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.post(f"{server}/api/v1/submissions", files=files, headers=headers, timeout=60)
+
+
+def count_rows(settings) -> int:  # type: ignore[no-untyped-def]
+    with session_scope(settings.db_url) as session:
+        return session.scalar(select(func.count(Submission.id))) or 0
+
+
+def assert_nothing_stored(settings) -> None:  # type: ignore[no-untyped-def]
+    assert count_rows(settings) == 0
+    for sub in ("incoming", "submissions"):
+        assert list((Path(settings.storage_dir) / sub).iterdir()) == []
+
+
+@pytest.fixture
+def model_bytes(tiny_reference: Path) -> bytes:
+    return (tiny_reference / "model.safetensors").read_bytes()
+
+
+def test_healthz_and_openapi(live_server: LiveServer) -> None:
+    response = httpx.get(f"{live_server.url}/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "database": "ok"}
+    schema = httpx.get(f"{live_server.url}/openapi.json").json()
+    assert {"/healthz", "/api/v1/submissions", "/api/v1/submissions/{submission_id}"} <= set(
+        schema["paths"]
+    )
+    body = schema["paths"]["/api/v1/submissions"]["post"]["requestBody"]["content"]
+    assert "multipart/form-data" in body
+
+
+def test_upload_is_stored_queued_and_visible_to_its_team(
+    live_server: LiveServer, teams: dict, model_bytes: bytes, settings
+) -> None:  # type: ignore[no-untyped-def]
+    response = upload(live_server.url, teams["alpha"], model=model_bytes)
+    assert response.status_code == 202, response.text
+    accepted = response.json()
+    assert accepted["status"] == "queued"
+    stored = Path(settings.storage_dir) / "submissions" / accepted["id"]
+    assert (stored / "model.safetensors").read_bytes() == model_bytes
+    assert (stored / "communication_log.csv").read_text() == fedavg_log()
+    assert list((Path(settings.storage_dir) / "incoming").iterdir()) == []
+
+    mine = httpx.get(accepted["url"], headers={"Authorization": f"Bearer {teams['alpha']}"}).json()
+    assert mine["status"] == "queued" and mine["team"] == "alpha" and mine["track"] == 1
+    assert mine["anls"] is None and mine["total_bytes"] is None
+    assert [t["to_status"] for t in mine["transitions"]] == ["received", "queued"]
+    assert mine["transitions"][1]["at"] >= mine["transitions"][0]["at"]
+
+    other = httpx.get(accepted["url"], headers={"Authorization": f"Bearer {teams['beta']}"})
+    assert other.status_code == 404
+    organiser = httpx.get(accepted["url"], headers={"Authorization": f"Bearer {teams['org']}"})
+    assert organiser.status_code == 200
+    listing = httpx.get(
+        f"{live_server.url}/api/v1/submissions",
+        headers={"Authorization": f"Bearer {teams['beta']}"},
+    ).json()
+    assert listing["submissions"] == []
+    listing = httpx.get(
+        f"{live_server.url}/api/v1/submissions",
+        headers={"Authorization": f"Bearer {teams['alpha']}"},
+    ).json()
+    assert [s["id"] for s in listing["submissions"]] == [accepted["id"]]
+
+
+@pytest.mark.parametrize("token", [None, "pfl_wrong-token", ""])
+def test_missing_or_wrong_token(
+    live_server: LiveServer, teams: dict, model_bytes: bytes, token, settings
+) -> None:  # type: ignore[no-untyped-def]
+    response = upload(live_server.url, token, model=model_bytes)
+    assert response.status_code == 401
+    assert "token" in response.json()["detail"]
+    assert response.headers["www-authenticate"] == "Bearer"
+    assert httpx.get(f"{live_server.url}/api/v1/submissions").status_code == 401
+    assert_nothing_stored(settings)
+
+
+def test_participant_cannot_use_organiser_endpoints(live_server: LiveServer, teams: dict) -> None:
+    response = httpx.post(
+        f"{live_server.url}/api/v1/teams",
+        json={"name": "gamma"},
+        headers={"Authorization": f"Bearer {teams['alpha']}"},
+    )
+    assert response.status_code == 403
+    response = httpx.post(
+        f"{live_server.url}/api/v1/teams",
+        json={"name": "gamma"},
+        headers={"Authorization": f"Bearer {teams['org']}"},
+    )
+    assert response.status_code == 201
+    token = response.json()["token"]
+    assert (
+        httpx.get(
+            f"{live_server.url}/api/v1/submissions", headers={"Authorization": f"Bearer {token}"}
+        ).status_code
+        == 200
+    )
+
+
+def _corpus(tmp_path: Path, reference: Path) -> dict[str, tuple[dict, int, str]]:
+    """Bad uploads refused at once: name -> (upload kwargs, status, words of the message)."""
+    marker = tmp_path / "pickle-payload-ran"
+    model = (reference / "model.safetensors").read_bytes()
+    no_unit = declaration()
+    del no_unit["unit"]
+    return {
+        "pickle renamed .safetensors": (
+            {"model": pickle_bomb(marker)},
+            422,
+            "not a safetensors file",
+        ),
+        "truncated safetensors": (
+            {"model": truncated(reference / "model.safetensors")},
+            422,
+            "truncated",
+        ),
+        "negative bytes": (
+            {"model": model, "log": f"{LOG_HEADER}\n0,-1,0,-10\n"},
+            422,
+            "amount_of_bytes must be positive",
+        ),
+        "unknown client id": (
+            {"model": model, "log": f"{LOG_HEADER}\n0,-1,0,10\n0,-1,42,10\n"},
+            422,
+            "receiver 42 is not the server",
+        ),
+        "declaration with missing fields": (
+            {"model": model, "meta": metadata(2), "privacy": no_unit},
+            422,
+            "unit: missing",
+        ),
+        "track 2 without declaration": (
+            {"model": model, "meta": metadata(2)},
+            422,
+            "privacy declaration",
+        ),
+        "metadata without track": ({"model": model, "meta": {"method": "x"}}, 422, "track"),
+        "metadata not JSON": ({"model": model, "meta": "{not json"}, 422, "not valid UTF-8 JSON"),
+        "unknown form field": (
+            {"model": model, "extra": {"weights.pkl": ("w", b"x")}},
+            422,
+            "unknown form field",
+        ),
+    }
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize(
+    "case",
+    [
+        "pickle renamed .safetensors",
+        "truncated safetensors",
+        "negative bytes",
+        "unknown client id",
+        "declaration with missing fields",
+        "track 2 without declaration",
+        "metadata without track",
+        "metadata not JSON",
+        "unknown form field",
+    ],
+)
+def test_bad_input_corpus_is_refused_and_nothing_stored(
+    live_server: LiveServer, teams: dict, case: str, tmp_path: Path, tiny_reference: Path, settings
+) -> None:  # type: ignore[no-untyped-def]
+    kwargs, status, words = _corpus(tmp_path, tiny_reference)[case]
+    response = upload(live_server.url, teams["alpha"], **kwargs)
+    assert response.status_code == status, response.text
+    assert words in response.json()["detail"]
+    assert_nothing_stored(settings)
+    assert not (tmp_path / "pickle-payload-ran").exists()
+
+
+def test_missing_part_and_wrong_content_type(
+    live_server: LiveServer, teams: dict, settings
+) -> None:  # type: ignore[no-untyped-def]
+    auth = {"Authorization": f"Bearer {teams['alpha']}"}
+    response = httpx.post(
+        f"{live_server.url}/api/v1/submissions",
+        headers=auth,
+        files={"metadata": ("m.json", json.dumps(metadata()))},
+    )
+    assert response.status_code == 422
+    assert "missing form fields: model, communication_log" in response.json()["detail"]
+    response = httpx.post(f"{live_server.url}/api/v1/submissions", headers=auth, json=metadata())
+    assert response.status_code == 415
+    assert_nothing_stored(settings)
+
+
+def test_oversized_uploads(settings, teams: dict, model_bytes: bytes) -> None:  # type: ignore[no-untyped-def]
+    small = settings.model_copy(update={"max_model_bytes": 1024 * 1024})
+    with LiveServer(small) as server:
+        response = upload(server.url, teams["alpha"], model=model_bytes[: 3 * 1024 * 1024])
+        assert response.status_code == 413
+        assert "exceeds the limit" in response.json()["detail"]
+        response = upload(
+            server.url,
+            teams["alpha"],
+            model=model_bytes[:1000],
+            log=fedavg_log() + "0,-1,0,5\n" * 20_000,
+        )
+        assert response.status_code == 413
+        assert "communication_log exceeds the limit of 65536 bytes" in response.json()["detail"]
+    assert_nothing_stored(settings)
+
+
+def test_organiser_rescore(live_server: LiveServer, teams: dict, tmp_path: Path, settings) -> None:  # type: ignore[no-untyped-def]
+    from evaluator import crud
+    from evaluator.models import Status
+    from tests.evaluator.factories import small_safetensors
+
+    model = small_safetensors(tmp_path / "m.safetensors").read_bytes()
+    submission_id = upload(live_server.url, teams["alpha"], model=model).json()["id"]
+    url = f"{live_server.url}/api/v1/submissions/{submission_id}/rescore"
+    organiser = {"Authorization": f"Bearer {teams['org']}"}
+    assert httpx.post(url, headers=organiser).status_code == 409
+    with session_scope(settings.db_url) as session:
+        crud.transition(
+            session,
+            submission_id=submission_id,
+            from_status=Status.QUEUED,
+            to_status=Status.REJECTED,
+            detail="test",
+        )
+    assert httpx.post(url, headers={"Authorization": f"Bearer {teams['alpha']}"}).status_code == 403
+    response = httpx.post(url, headers=organiser)
+    assert response.status_code == 202
+    body = response.json()
+    assert body["status"] == "queued" and body["reason"] is None
+    assert body["transitions"][-1] == {
+        **body["transitions"][-1],
+        "from_status": "rejected",
+        "to_status": "queued",
+        "detail": "re-score requested by org",
+    }
+
+
+def test_malformed_multipart_body(live_server: LiveServer, teams: dict, settings) -> None:  # type: ignore[no-untyped-def]
+    headers = {
+        "Authorization": f"Bearer {teams['alpha']}",
+        "Content-Type": "multipart/form-data; boundary=XYZ",
+    }
+    body = b'--XYZ\r\nContent-Disposition: form-data; name="model"\r\n\r\nabc\r\n--XYZ--garbage'
+    response = httpx.post(
+        f"{live_server.url}/api/v1/submissions", headers=headers, content=b"no boundary here at all"
+    )
+    assert response.status_code in (400, 422)
+    response = httpx.post(f"{live_server.url}/api/v1/submissions", headers=headers, content=body)
+    assert response.status_code in (400, 422)
+    assert_nothing_stored(settings)

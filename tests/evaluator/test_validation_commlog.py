@@ -1,0 +1,102 @@
+"""Communication log: parsing limits, validation rules and the byte tally."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evaluator.validation import InvalidSubmission
+from evaluator.validation.commlog import parse_log
+from tests.evaluator.factories import LOG_HEADER, fedavg_log
+
+LIMITS = {"clients": 10, "max_bytes": 64 * 1024, "max_rows": 1000}
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "communication_log.csv"
+    path.write_text(text)
+    return path
+
+
+def test_tally_up_down_and_per_round(tmp_path: Path) -> None:
+    tally = parse_log(
+        _write(tmp_path, fedavg_log(rounds=3, clients=(0, 7), nbytes=1000)),
+        clients_per_round=2,
+        rounds=3,
+        **LIMITS,
+    )
+    assert tally.bytes_down == 3 * 2 * 1000
+    assert tally.bytes_up == 3 * 2 * 500
+    assert tally.total_bytes == 9000
+    assert tally.messages == 12
+    assert tally.per_round()[1] == {
+        "round": 1,
+        "up": 1000,
+        "down": 2000,
+        "total": 3000,
+        "clients": 2,
+        "messages": 4,
+    }
+
+
+def test_header_with_bom_and_spaces_is_accepted(tmp_path: Path) -> None:
+    text = "\ufefffederated_round, sender, receiver, amount_of_bytes\n0,-1,0,5\n0,0,-1,5\n"
+    assert parse_log(_write(tmp_path, text), **LIMITS).total_bytes == 10
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ("0,-1,0,-5", "amount_of_bytes must be positive"),
+        ("0,-1,0,0", "amount_of_bytes must be positive"),
+        ("0,-1,10,5", "receiver 10 is not the server"),
+        ("0,-2,0,5", "sender -2 is not the server"),
+        ("0,0,1,5", "between the server"),
+        ("0,-1,-1,5", "between the server"),
+        ("-1,-1,0,5", "federated_round -1 is negative"),
+        ("1,-1,0,5\n0,-1,0,5", "rounds must be in order"),
+        ("0,-1,0,5.5", "must be an integer"),
+        ("0,-1,0,1e3", "must be an integer"),
+        ("0,-1,0", "3 fields"),
+        ("0,-1,0,5,9", "5 fields"),
+    ],
+)
+def test_invalid_rows(tmp_path: Path, rows: str, message: str) -> None:
+    with pytest.raises(InvalidSubmission, match=message):
+        parse_log(_write(tmp_path, f"{LOG_HEADER}\n{rows}\n"), **LIMITS)
+
+
+def test_bad_header_empty_and_binary(tmp_path: Path) -> None:
+    with pytest.raises(InvalidSubmission, match="first line must be"):
+        parse_log(_write(tmp_path, "round,from,to,bytes\n0,-1,0,5\n"), **LIMITS)
+    with pytest.raises(InvalidSubmission, match="empty"):
+        parse_log(_write(tmp_path, ""), **LIMITS)
+    with pytest.raises(InvalidSubmission, match="no messages"):
+        parse_log(_write(tmp_path, LOG_HEADER + "\n"), **LIMITS)
+    path = tmp_path / "binary.csv"
+    path.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(InvalidSubmission, match="not UTF-8"):
+        parse_log(path, **LIMITS)
+
+
+def test_limits(tmp_path: Path) -> None:
+    path = _write(tmp_path, fedavg_log(rounds=100, clients=(0, 1)))
+    with pytest.raises(InvalidSubmission, match="rows exceed the limit"):
+        parse_log(path, clients=10, max_bytes=64 * 1024, max_rows=50)
+    with pytest.raises(InvalidSubmission, match="bytes exceed the limit"):
+        parse_log(path, clients=10, max_bytes=100, max_rows=1000)
+    long_line = f"{LOG_HEADER}\n0,-1,0,{'1' * 300}\n"
+    with pytest.raises(InvalidSubmission, match="longer than"):
+        parse_log(_write(tmp_path, long_line), **LIMITS)
+
+
+def test_consistency_with_metadata(tmp_path: Path) -> None:
+    path = _write(tmp_path, fedavg_log(rounds=2, clients=(0, 1)))
+    with pytest.raises(InvalidSubmission, match="2 clients took part but 3 per round"):
+        parse_log(path, clients_per_round=3, **LIMITS)
+    with pytest.raises(InvalidSubmission, match="holds 2 rounds but the metadata declares 5"):
+        parse_log(path, rounds=5, **LIMITS)
+    assert parse_log(path, clients_per_round=3, sampling="poisson", **LIMITS).total_bytes > 0
+    with pytest.raises(InvalidSubmission, match="more than the declared 1"):
+        parse_log(path, clients_per_round=1, sampling="poisson", **LIMITS)
