@@ -14,6 +14,9 @@ from typing import Any
 
 import click
 
+# Served by `pflkit serve` unless --no-leaderboard; imported by name, never by this package.
+LEADERBOARD_ROUTER = "leaderboard.web:router"
+
 _DB = click.option(
     "--db",
     "database_url",
@@ -103,6 +106,11 @@ def _check_data(settings: Any) -> None:
     type=int,
     help="API processes (default 1; scoring workers are separate)",
 )
+@click.option(
+    "--leaderboard/--no-leaderboard",
+    default=True,
+    help="serve the leaderboard pages (/leaderboard) from the same app (default: on)",
+)
 def serve(
     host: str | None,
     port: int | None,
@@ -112,6 +120,7 @@ def serve(
     queue_url: str | None,
     embedded_worker: bool | None,
     api_workers: int | None,
+    leaderboard: bool,
 ) -> None:
     """Run the evaluator service (API and, by default, one embedded scoring worker)."""
     import subprocess
@@ -131,6 +140,8 @@ def serve(
         embedded_worker=embedded_worker,
         api_workers=api_workers,
     )
+    if leaderboard and LEADERBOARD_ROUTER not in settings.extra_routers:
+        settings.extra_routers.append(LEADERBOARD_ROUTER)
     _logging(settings.log_level)
     if settings.embedded_worker:
         _check_data(settings)

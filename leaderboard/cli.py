@@ -1,3 +1,187 @@
-"""Command-line group of the `leaderboard` package (wired into `pflkit` by pflkit/cli.py)."""
+"""Command-line group of the `leaderboard` package (wired into `pflkit` by pflkit/cli.py).
+
+``pflkit leaderboard show`` prints both tracks' tables (or one, or JSON) from the evaluator's
+database; ``pflkit leaderboard export`` writes them as CSV.
+"""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+_DB = click.option(
+    "--db",
+    "database_url",
+    default=None,
+    metavar="URL",
+    help="evaluator database URL (default: the evaluator's setting, "
+    "env PFLKIT_EVALUATOR_DATABASE_URL or the SQLite file in its storage directory)",
+)
+_STORAGE = click.option(
+    "--storage",
+    "storage_dir",
+    default=None,
+    type=click.Path(path_type=Path),
+    help="the evaluator's storage directory (env PFLKIT_EVALUATOR_STORAGE_DIR)",
+)
+_DATA = click.option(
+    "--data",
+    "data_dir",
+    default=None,
+    type=click.Path(path_type=Path),
+    help="benchmark directory whose benchmark.json may state track1_threshold",
+)
+_THRESHOLD = click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1),
+    default=None,
+    help="track-1 ANLS threshold (default: benchmark.json, else PFLKIT_LEADERBOARD_THRESHOLD, "
+    "else 0.8242)",
+)
+_ALL = click.option(
+    "--all", "all_submissions", is_flag=True, help="every submission, not each team's best"
+)
+
+
+def _board(database_url: str | None, storage_dir: Path | None, data_dir: Path | None,
+           threshold: float | None, all_submissions: bool) -> Any:  # fmt: skip
+    """Read the database and rank both tracks."""
+    from pydantic import ValidationError
+
+    from evaluator.core.config import Settings
+    from evaluator.core.db import schema_is_current, session_factory
+    from leaderboard.board import build_board
+    from leaderboard.source import load_rows
+    from leaderboard.threshold import track1_threshold
+
+    overrides = {"database_url": database_url, "storage_dir": storage_dir, "data_dir": data_dir}
+    try:
+        settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        raise click.UsageError(f"invalid evaluator settings: {exc.errors()[0]['msg']}") from None
+    if settings.db_url.startswith("sqlite:///"):
+        path = Path(settings.db_url.split(":///", 1)[1])
+        if not path.is_file():
+            raise click.UsageError(
+                f"no evaluator database at {path}: pass --db URL or --storage DIR of `pflkit serve`"
+            )
+    try:
+        current = schema_is_current(settings.db_url)
+    except Exception as exc:  # noqa: BLE001 - any driver error means the same to the user
+        raise click.UsageError(f"cannot read {settings.db_url}: {type(exc).__name__}") from None
+    if not current:
+        raise click.UsageError(
+            f"{settings.db_url} is not an evaluator database at the current schema; "
+            "start `pflkit serve` once (it migrates) or pass the right --db"
+        )
+    try:
+        if threshold is not None:
+            value, origin = threshold, "--threshold"
+        else:
+            value, origin = track1_threshold(settings.data_dir)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    with session_factory(settings.db_url)() as session:
+        rows = load_rows(session)
+    return build_board(
+        rows, threshold=value, threshold_source=origin, all_submissions=all_submissions
+    )
+
+
+def _print_table(title: str, entries: list[dict[str, Any]]) -> None:
+    """A plain-text table of ranked entries."""
+    from leaderboard.formatting import human_bytes, score
+
+    click.echo(f"\n{title}")
+    if not entries:
+        click.echo("  (no ranked submission)")
+        return
+    header = f"  {'#':>3}  {'team':<20} {'method':<28} {'ANLS':>7} {'in':>7} {'out':>7} {'acc':>7} {'bytes':>9}  epsilon"
+    click.echo(header)
+    for e in entries:
+        eps = (
+            "-"
+            if e["epsilon"] is None
+            else f"{e['epsilon']:g}" + (" verified" if e["privacy_verified"] else "")
+        )
+        click.echo(
+            f"  {e['rank']:>3}  {e['team'][:20]:<20} {e['method'][:28]:<28} {score(e['anls']):>7} "
+            f"{score(e['anls_in']):>7} {score(e['anls_out']):>7} {score(e['accuracy']):>7} "
+            f"{human_bytes(e['total_bytes']):>9}  {eps}"
+        )
+
+
+@click.group()
+def leaderboard() -> None:
+    """Rankings of both tracks from the evaluator's database (pages: `pflkit serve`, /leaderboard)."""
+
+
+@leaderboard.command()
+@_DB
+@_STORAGE
+@_DATA
+@_THRESHOLD
+@_ALL
+@click.option("--track", type=click.IntRange(1, 2), default=None, help="one track only")
+@click.option("--json", "as_json", is_flag=True, help="print the API's JSON instead of tables")
+def show(database_url: str | None, storage_dir: Path | None, data_dir: Path | None,
+         threshold: float | None, all_submissions: bool, track: int | None, as_json: bool) -> None:  # fmt: skip
+    """Print the leaderboard."""
+    from leaderboard.board import as_json as to_json
+
+    board = _board(database_url, storage_dir, data_dir, threshold, all_submissions)
+    tracks = [track] if track else [1, 2]
+    if as_json:
+        answer = [to_json(board, track=t) for t in tracks]
+        click.echo(json.dumps(answer[0] if track else answer, indent=2))
+        return
+    if 1 in tracks:
+        _print_table(
+            f"Track 1: fewest bytes at test ANLS >= {board.threshold:.4f} ({board.threshold_source})",
+            to_json(board, track=1)["ranked"],
+        )
+        click.echo(f"  not ranked: {len(board.track1.unranked)}")
+    if 2 in tracks:
+        for budget, entries in to_json(board, track=2)["budgets"].items():
+            _print_table(f"Track 2: epsilon <= {budget} (verified claims, highest ANLS)", entries)
+        click.echo(f"  not ranked: {len(board.track2_unranked)}")
+
+
+@leaderboard.command()
+@_DB
+@_STORAGE
+@_DATA
+@_THRESHOLD
+@_ALL
+@click.option("--track", type=click.IntRange(1, 2), default=None, help="one track only")
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="CSV file to write",
+)
+def export(database_url: str | None, storage_dir: Path | None, data_dir: Path | None,
+           threshold: float | None, all_submissions: bool, track: int | None, out: Path) -> None:  # fmt: skip
+    """Write the leaderboard as CSV (the same columns as GET /api/v1/leaderboard.csv)."""
+    import os
+    import tempfile
+
+    import pandas as pd
+
+    from leaderboard.board import CSV_COLUMNS, records
+
+    board = _board(database_url, storage_dir, data_dir, threshold, all_submissions)
+    frame = pd.DataFrame.from_records(records(board, track=track), columns=CSV_COLUMNS)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    os.close(handle)
+    try:
+        frame.to_csv(temporary, index=False)
+        os.replace(temporary, out)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+    click.echo(f"wrote {len(frame)} rows to {out}")

@@ -1,0 +1,254 @@
+"""Ranking rules of both tracks: pure functions over plain rows, no database.
+
+Track 1 (communication efficiency): a finished submission is valid when its test ANLS is at
+least the threshold (``>=``: a score exactly at the threshold counts); valid ones are ranked by
+the evaluator's total bytes (both directions), fewest first.
+
+Track 2 (provider-level differential privacy): one column per budget epsilon in {1, 4, 8} at
+delta <= 1e-5. Only verified claims count. A claim of epsilon e is eligible for every budget
+b >= e (``nested=True``, the default): an (e, delta)-DP model is also (b, delta)-DP for b >= e, so
+a stronger guarantee never hides a result from a looser column. With ``nested=False`` a claim
+counts only in the smallest budget that covers it, the competition's one-submission-per-budget
+reading. Columns are ranked by test ANLS, highest first.
+
+Ties (equal bytes, equal ANLS) go to the earlier submission, then to the smaller id so the order
+is total and stable. By default each team keeps only its best submission per table.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+BUDGETS: tuple[float, ...] = (1.0, 4.0, 8.0)
+DELTA: float = 1e-5
+REAL_DATA_THRESHOLD: float = 0.8242
+
+
+@dataclass(frozen=True)
+class Row:
+    """One submission as the ranking sees it (the evaluator's columns, nothing else).
+
+    Attributes:
+        id: submission id.
+        team: team name.
+        track: 1 or 2 (0 for an upload that never completed).
+        method: method name from the metadata.
+        status: evaluator state (``finished``, ``rejected``, ``failed``, ``queued``...).
+        created_at: upload time (tie-breaker).
+        reason: why a rejected or failed submission ended so.
+        anls, anls_in, anls_out, accuracy: test scores.
+        total_bytes: the evaluator's tally of the communication log, both directions.
+        epsilon, delta: the track-2 claim.
+        privacy_verified: whether the claim passed ``accountant.verify`` and the log cross-check.
+        hidden: hidden by the organisers.
+        disqualified_reason: set when the organisers disqualified the submission.
+    """
+
+    id: str
+    team: str
+    track: int
+    method: str
+    status: str
+    created_at: dt.datetime
+    reason: str | None = None
+    anls: float | None = None
+    anls_in: float | None = None
+    anls_out: float | None = None
+    accuracy: float | None = None
+    total_bytes: int | None = None
+    epsilon: float | None = None
+    delta: float | None = None
+    privacy_verified: bool | None = None
+    hidden: bool = False
+    disqualified_reason: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready view (timestamps as ISO 8601)."""
+        return {
+            "id": self.id,
+            "team": self.team,
+            "track": self.track,
+            "method": self.method,
+            "status": self.status,
+            "created_at": self.created_at.isoformat(),
+            "anls": self.anls,
+            "anls_in": self.anls_in,
+            "anls_out": self.anls_out,
+            "accuracy": self.accuracy,
+            "total_bytes": self.total_bytes,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "privacy_verified": self.privacy_verified,
+        }
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A ranked submission: its 1-based rank in its table."""
+
+    rank: int
+    row: Row
+
+
+@dataclass(frozen=True)
+class Unranked:
+    """A submission kept out of a table, with the reason shown next to it."""
+
+    row: Row
+    reason: str
+
+
+@dataclass
+class Table:
+    """One ranked table and the submissions kept out of it.
+
+    Attributes:
+        title: e.g. ``Track 1`` or ``Track 2, epsilon <= 4``.
+        ranked: ranked submissions, best first.
+        unranked: submissions that do not qualify, with their reasons.
+    """
+
+    title: str
+    ranked: list[Ranked] = field(default_factory=list)
+    unranked: list[Unranked] = field(default_factory=list)
+
+
+def _tie_key(row: Row) -> tuple[dt.datetime, str]:
+    return (row.created_at, row.id)
+
+
+def exclusion_reason(row: Row) -> str | None:
+    """Why a submission cannot be ranked on either track, or None when it may be.
+
+    Args:
+        row: the submission.
+
+    Returns:
+        A short reason (hidden, disqualified, not finished, rejected, failed, no score).
+    """
+    if row.hidden:
+        return "hidden by the organisers"
+    if row.disqualified_reason:
+        return f"disqualified: {row.disqualified_reason}"
+    if row.status == "rejected":
+        return f"rejected: {row.reason}" if row.reason else "rejected"
+    if row.status == "failed":
+        return f"failed: {row.reason}" if row.reason else "failed (scoring error)"
+    if row.status != "finished":
+        return f"not scored yet ({row.status})"
+    if row.anls is None:
+        return "no test score"
+    return None
+
+
+def _best_per_team(ranked_rows: list[Row]) -> list[Row]:
+    """Keep each team's first row of an already ordered list."""
+    seen: set[str] = set()
+    kept = []
+    for row in ranked_rows:
+        if row.team not in seen:
+            seen.add(row.team)
+            kept.append(row)
+    return kept
+
+
+def _numbered(rows: list[Row]) -> list[Ranked]:
+    return [Ranked(rank=i + 1, row=row) for i, row in enumerate(rows)]
+
+
+def rank_track1(rows: Iterable[Row], *, threshold: float, all_submissions: bool = False) -> Table:
+    """Rank track-1 submissions by total bytes among those reaching the ANLS threshold.
+
+    Args:
+        rows: submissions of any track (other tracks are ignored).
+        threshold: test ANLS a submission must reach (inclusive).
+        all_submissions: rank every valid submission instead of each team's best.
+
+    Returns:
+        The track-1 table.
+
+    Raises:
+        ValueError: a threshold outside [0, 1].
+    """
+    if not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"the track-1 threshold is an ANLS in [0, 1], got {threshold}")
+    table = Table(title="Track 1: communication")
+    valid: list[Row] = []
+    for row in rows:
+        if row.track != 1:
+            continue
+        reason = exclusion_reason(row)
+        if reason is None and row.total_bytes is None:
+            reason = "no communication tally"
+        if reason is None and row.anls is not None and row.anls < threshold:
+            reason = f"ANLS {row.anls:.4f} below the threshold {threshold:.4f}"
+        if reason is None:
+            valid.append(row)
+        else:
+            table.unranked.append(Unranked(row=row, reason=reason))
+    valid.sort(key=lambda r: (r.total_bytes, *_tie_key(r)))
+    table.ranked = _numbered(valid if all_submissions else _best_per_team(valid))
+    table.unranked.sort(key=lambda u: _tie_key(u.row))
+    return table
+
+
+def budget_of(epsilon: float, budgets: Sequence[float] = BUDGETS) -> float | None:
+    """The smallest budget that covers ``epsilon`` (None when it exceeds every budget)."""
+    for budget in sorted(budgets):
+        if epsilon <= budget:
+            return budget
+    return None
+
+
+def rank_track2(
+    rows: Iterable[Row],
+    *,
+    budgets: Sequence[float] = BUDGETS,
+    delta: float = DELTA,
+    nested: bool = True,
+    all_submissions: bool = False,
+) -> tuple[dict[float, Table], list[Unranked]]:
+    """Rank track-2 submissions by test ANLS within each privacy budget.
+
+    Args:
+        rows: submissions of any track (other tracks are ignored).
+        budgets: the epsilon budgets, one column each.
+        delta: the largest delta a claim may have.
+        nested: a claim counts in every budget at or above its epsilon (True) or only in the
+            smallest budget that covers it (False).
+        all_submissions: rank every eligible submission instead of each team's best per column.
+
+    Returns:
+        One table per budget (their ``unranked`` lists stay empty) and the submissions that
+        qualify for no column, with reasons.
+    """
+    tables = {b: Table(title=f"Track 2: epsilon <= {b:g}") for b in sorted(budgets)}
+    eligible: dict[float, list[Row]] = {b: [] for b in tables}
+    unranked: list[Unranked] = []
+    for row in rows:
+        if row.track != 2:
+            continue
+        reason = exclusion_reason(row)
+        if reason is None and row.epsilon is None:
+            reason = "no privacy claim"
+        if reason is None and not row.privacy_verified:
+            reason = f"privacy claim epsilon {row.epsilon:g} not verified"
+        if reason is None and row.delta is not None and row.delta > delta:
+            reason = f"delta {row.delta:g} above {delta:g}"
+        smallest = budget_of(row.epsilon, budgets) if reason is None else None
+        if reason is None and smallest is None:
+            reason = f"epsilon {row.epsilon:g} above every budget ({max(budgets):g})"
+        if reason is not None:
+            unranked.append(Unranked(row=row, reason=reason))
+            continue
+        for budget in tables:
+            if budget == smallest or (nested and budget > smallest):
+                eligible[budget].append(row)
+    for budget, table in tables.items():
+        ordered = sorted(eligible[budget], key=lambda r: (-r.anls, *_tie_key(r)))
+        table.ranked = _numbered(ordered if all_submissions else _best_per_team(ordered))
+    unranked.sort(key=lambda u: _tie_key(u.row))
+    return tables, unranked

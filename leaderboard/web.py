@@ -1,0 +1,368 @@
+"""The leaderboard's routes, served by the evaluator's FastAPI app (``extra_routers``).
+
+Pages: ``GET /leaderboard`` (both tracks; ``?all=true`` for every submission),
+``GET /leaderboard/submissions/{id}`` (communication per round, privacy report),
+``GET /leaderboard/plots/track1.png`` and ``track2.png``, ``GET /leaderboard/organiser``
+(every submission with status and reason; re-score, hide, disqualify). Exports:
+``GET /api/v1/leaderboard?track=1|2`` (JSON) and ``GET /api/v1/leaderboard.csv``.
+Organiser actions: ``POST /api/v1/leaderboard/submissions/{id}/{action}`` with the organiser's
+bearer token, or the organiser page's forms (token kept in a strict same-site cookie).
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+from pathlib import Path as FilePath
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Form, HTTPException, Path, Query, Request, status
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+from sqlalchemy import update
+from sqlalchemy.orm import Session
+
+from evaluator import crud
+from evaluator.api.deps import get_session
+from evaluator.models import TERMINAL, Status, Submission, SubmissionEvent, Team, utcnow
+from leaderboard import formatting, plots, source
+from leaderboard.board import CSV_COLUMNS, Board, as_json, build_board, records
+from leaderboard.threshold import track1_threshold
+
+PACKAGE_DIR = FilePath(__file__).resolve().parent
+COOKIE = "pflkit_organiser"
+ACTIONS = ("hide", "unhide", "disqualify", "requalify", "rescore")
+
+router = APIRouter(tags=["leaderboard"])
+templates = Jinja2Templates(directory=str(PACKAGE_DIR / "templates"))
+templates.env.filters.update(
+    bytes=formatting.human_bytes, score=formatting.score, when=formatting.when
+)
+_STYLE = (PACKAGE_DIR / "static" / "style.css").read_bytes()
+_plot_cache: dict[tuple[Any, ...], bytes] = {}
+_plot_lock = threading.Lock()
+
+SessionDep = Annotated[Session, Depends(get_session)]
+
+
+def _board(request: Request, session: Session, *, all_submissions: bool, public: bool) -> Board:
+    """Rank the database's submissions with the app's threshold."""
+    settings = request.app.state.settings
+    threshold, origin = track1_threshold(getattr(settings, "data_dir", None))
+    return build_board(
+        source.load_rows(session),
+        threshold=threshold,
+        threshold_source=origin,
+        all_submissions=all_submissions,
+        public=public,
+    )
+
+
+def _organiser_from(request: Request, session: Session) -> Team | None:
+    """The organiser behind the request's bearer token or cookie, or None."""
+    header = request.headers.get("authorization", "")
+    token = header[7:].strip() if header.lower().startswith("bearer ") else ""
+    token = token or request.cookies.get(COOKIE, "")
+    if not token:
+        return None
+    team = crud.team_by_token(session, token=token)
+    return team if team is not None and team.is_organiser else None
+
+
+def require_organiser(request: Request, session: SessionDep) -> Team:
+    """The calling organiser.
+
+    Raises:
+        HTTPException: 401 without a token, 403 for a participant's token.
+    """
+    team = _organiser_from(request, session)
+    if team is None:
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED,
+            "organisers only: send 'Authorization: Bearer <organiser token>' "
+            "or sign in at /leaderboard/organiser",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    return team
+
+
+OrganiserDep = Annotated[Team, Depends(require_organiser)]
+
+
+@router.get("/leaderboard/static/style.css", include_in_schema=False)
+def style() -> Response:
+    """The pages' only stylesheet."""
+    return Response(_STYLE, media_type="text/css", headers={"Cache-Control": "max-age=3600"})
+
+
+@router.get("/leaderboard", response_class=HTMLResponse)
+def leaderboard_page(
+    request: Request, session: SessionDep, all: bool = Query(False, alias="all")
+) -> HTMLResponse:
+    """Both tracks: ranked tables, plots and the unranked submissions with reasons."""
+    board = _board(request, session, all_submissions=all, public=True)
+    return templates.TemplateResponse(request, "leaderboard.html", {"board": board})
+
+
+@router.get("/leaderboard/submissions/{submission_id}", response_class=HTMLResponse)
+def submission_page(request: Request, submission_id: str, session: SessionDep) -> HTMLResponse:
+    """One submission: scores, communication per round, privacy report, history."""
+    row = source.load_submission(session, submission_id=submission_id)
+    if row is None or (row.hidden and _organiser_from(request, session) is None):
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "no such submission")
+    return templates.TemplateResponse(request, "submission.html", {"s": row})
+
+
+def _plot(request: Request, session: Session, track: int) -> bytes:
+    """The track's plot, rendered again only when a submission or the threshold changed."""
+    settings = request.app.state.settings
+    threshold, _ = track1_threshold(getattr(settings, "data_dir", None))
+    key = (str(settings.db_url), track, threshold, source.fingerprint(session))
+    with _plot_lock:
+        if key in _plot_cache:
+            return _plot_cache[key]
+    board = _board(request, session, all_submissions=True, public=True)
+    if track == 1:
+        below = [u.row for u in board.track1.unranked if u.reason.startswith("ANLS ")]
+        image = plots.track1_png(
+            [e.row for e in board.track1.ranked], below, threshold=board.threshold
+        )
+    else:
+        verified = {e.row.id: e.row for t in board.track2.values() for e in t.ranked}
+        image = plots.track2_png(list(verified.values()))
+    with _plot_lock:
+        _plot_cache.clear() if len(_plot_cache) > 16 else None
+        _plot_cache[key] = image
+    return image
+
+
+@router.get("/leaderboard/plots/track{track}.png", include_in_schema=False)
+def plot(
+    request: Request, track: Annotated[int, Path(ge=1, le=2)], session: SessionDep
+) -> Response:
+    """Track 1: ANLS against bytes (log) with the threshold; track 2: ANLS against epsilon."""
+    return Response(
+        _plot(request, session, track),
+        media_type="image/png",
+        headers={"Cache-Control": "no-cache"},
+    )
+
+
+@router.get("/api/v1/leaderboard")
+def leaderboard_json(
+    request: Request,
+    session: SessionDep,
+    track: int = Query(..., ge=1, le=2, description="1 (communication) or 2 (privacy)"),
+    all: bool = Query(False, description="every submission, not only each team's best"),
+) -> dict[str, Any]:
+    """One track's ranking as JSON."""
+    board = _board(request, session, all_submissions=all, public=True)
+    return as_json(board, track=track)
+
+
+@router.get("/api/v1/leaderboard.csv")
+def leaderboard_csv(
+    request: Request,
+    session: SessionDep,
+    track: int | None = Query(None, ge=1, le=2, description="one track only"),
+    all: bool = Query(False, description="every submission, not only each team's best"),
+) -> Response:
+    """Both tracks (or one) as CSV, one line per table entry (pandas)."""
+    import pandas as pd
+
+    board = _board(request, session, all_submissions=all, public=True)
+    frame = pd.DataFrame.from_records(records(board, track=track), columns=CSV_COLUMNS)
+    buffer = io.StringIO()
+    frame.to_csv(buffer, index=False)
+    return Response(
+        buffer.getvalue(),
+        media_type="text/csv",
+        headers={"Content-Disposition": 'attachment; filename="leaderboard.csv"'},
+    )
+
+
+def apply_action(
+    session: Session,
+    *,
+    submission_id: str,
+    action: str,
+    organiser: Team,
+    reason: str = "",
+    queue: Any = None,
+) -> None:
+    """Hide, unhide, disqualify, requalify or re-score a submission, recording an event.
+
+    Args:
+        session: open session (committed here).
+        submission_id: the submission.
+        action: one of ``ACTIONS``.
+        organiser: the acting organiser (named in the event).
+        reason: why (required to disqualify).
+        queue: the task queue (re-score only).
+
+    Raises:
+        HTTPException: 404 unknown submission, 400 unknown action or missing reason,
+            409 re-scoring a submission that has not ended.
+    """
+    row = session.get(Submission, submission_id)
+    if row is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "no such submission")
+    if action not in ACTIONS:
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, f"action must be one of {ACTIONS}")
+    reason = reason.strip()
+    if action == "rescore":
+        if row.status not in TERMINAL or not crud.transition(
+            session,
+            submission_id=submission_id,
+            from_status=Status(row.status),
+            to_status=Status.QUEUED,
+            detail=f"re-score requested by {organiser.name}",
+            values={"attempts": 0},
+        ):
+            raise HTTPException(
+                status.HTTP_409_CONFLICT, f"submission is {row.status}; wait for it to end"
+            )
+        session.commit()
+        queue.enqueue(submission_id)
+        return
+    if action == "disqualify" and not reason:
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "give the reason for disqualifying")
+    values: dict[str, Any] = {
+        "hide": {"hidden": True},
+        "unhide": {"hidden": False},
+        "disqualify": {"disqualified_reason": reason[:2000]},
+        "requalify": {"disqualified_reason": None},
+    }[action]
+    now = utcnow()
+    session.execute(
+        update(Submission)
+        .where(Submission.id == submission_id)
+        .values(updated_at=now, **values)
+        .execution_options(synchronize_session=False)
+    )
+    note = f"{action} by {organiser.name}" + (f": {reason}" if reason else "")
+    session.add(
+        SubmissionEvent(
+            submission_id=submission_id,
+            from_status=row.status,
+            to_status=row.status,
+            at=now,
+            detail=note,
+        )
+    )
+    session.commit()
+
+
+@router.post("/api/v1/leaderboard/submissions/{submission_id}/{action}")
+def organiser_action(
+    request: Request,
+    submission_id: str,
+    action: str,
+    organiser: OrganiserDep,
+    session: SessionDep,
+    reason: str = Query("", max_length=2000),
+) -> dict[str, Any]:
+    """Organisers: hide, unhide, disqualify (``?reason=``), requalify or re-score."""
+    apply_action(
+        session,
+        submission_id=submission_id,
+        action=action,
+        organiser=organiser,
+        reason=reason,
+        queue=request.app.state.queue,
+    )
+    row = session.get(Submission, submission_id)
+    session.refresh(row)
+    return {
+        "id": row.id,
+        "status": row.status,
+        "hidden": row.hidden,
+        "disqualified_reason": row.disqualified_reason,
+    }
+
+
+@router.get("/api/v1/leaderboard/organiser")
+def organiser_json(
+    request: Request, organiser: OrganiserDep, session: SessionDep
+) -> dict[str, Any]:
+    """Organisers: every submission with its state, flags and the reason it is (un)ranked."""
+    board = _board(request, session, all_submissions=True, public=False)
+    return {"submissions": _organiser_rows(session, board)}
+
+
+def _organiser_rows(session: Session, board: Board) -> list[dict[str, Any]]:
+    """Every submission, newest first, with the leaderboard's verdict on it."""
+    verdict: dict[str, str] = {e.row.id: f"track 1 rank {e.rank}" for e in board.track1.ranked}
+    for budget, table in board.track2.items():
+        for e in table.ranked:
+            verdict.setdefault(e.row.id, f"track 2 rank {e.rank} at epsilon <= {budget:g}")
+    for u in [*board.track1.unranked, *board.track2_unranked]:
+        verdict.setdefault(u.row.id, u.reason)
+    out = []
+    for row in reversed(source.load_rows(session)):
+        out.append(
+            {
+                **row.as_dict(),
+                "reason": row.reason,
+                "hidden": row.hidden,
+                "disqualified_reason": row.disqualified_reason,
+                "leaderboard": verdict.get(row.id, "not ranked (best of team shown instead)"),
+            }
+        )
+    return out
+
+
+@router.get("/leaderboard/organiser", response_class=HTMLResponse)
+def organiser_page(request: Request, session: SessionDep) -> HTMLResponse:
+    """Organisers: every submission with status and reason, and the actions (sign-in form)."""
+    organiser = _organiser_from(request, session)
+    if organiser is None:
+        return templates.TemplateResponse(
+            request, "organiser_login.html", {}, status_code=status.HTTP_401_UNAUTHORIZED
+        )
+    board = _board(request, session, all_submissions=True, public=False)
+    return templates.TemplateResponse(
+        request,
+        "organiser.html",
+        {"organiser": organiser, "rows": _organiser_rows(session, board), "board": board},
+    )
+
+
+@router.post("/leaderboard/organiser/login", include_in_schema=False)
+def organiser_login(session: SessionDep, token: Annotated[str, Form()]) -> Response:
+    """Check an organiser token and keep it in an HTTP-only, strict same-site cookie."""
+    team = crud.team_by_token(session, token=token.strip())
+    if team is None or not team.is_organiser:
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "not an organiser token")
+    response = RedirectResponse("/leaderboard/organiser", status_code=status.HTTP_303_SEE_OTHER)
+    response.set_cookie(COOKIE, token.strip(), httponly=True, samesite="strict", max_age=8 * 3600)
+    return response
+
+
+@router.post("/leaderboard/organiser/logout", include_in_schema=False)
+def organiser_logout() -> Response:
+    """Forget the organiser cookie."""
+    response = RedirectResponse("/leaderboard", status_code=status.HTTP_303_SEE_OTHER)
+    response.delete_cookie(COOKIE)
+    return response
+
+
+@router.post("/leaderboard/organiser/submissions/{submission_id}/{action}", include_in_schema=False)
+def organiser_form_action(
+    request: Request,
+    submission_id: str,
+    action: str,
+    organiser: OrganiserDep,
+    session: SessionDep,
+    reason: Annotated[str, Form(max_length=2000)] = "",
+) -> Response:
+    """The organiser page's buttons (same action as the JSON endpoint), back to the page."""
+    apply_action(
+        session,
+        submission_id=submission_id,
+        action=action,
+        organiser=organiser,
+        reason=reason,
+        queue=request.app.state.queue,
+    )
+    return RedirectResponse("/leaderboard/organiser", status_code=status.HTTP_303_SEE_OTHER)

@@ -1,0 +1,143 @@
+"""JSON, CSV, pages and organiser actions against the real server and a real SQLite database."""
+
+from __future__ import annotations
+
+import io
+
+import httpx
+import pandas as pd
+
+from tests.leaderboard.conftest import ORGANISER_TOKEN, THRESHOLD
+
+
+def test_track1_json_ranks_by_bytes_with_the_benchmark_threshold(served):
+    answer = httpx.get(served.url + "/api/v1/leaderboard", params={"track": 1}).json()
+    assert answer["threshold"] == THRESHOLD and answer["threshold_source"].endswith(
+        "benchmark.json"
+    )
+    ranked = [(r["rank"], r["id"]) for r in answer["ranked"]]
+    ids = served.ids
+    # gamma exactly at the threshold counts; it ties beta on bytes and came later.
+    assert ranked == [(1, ids["alpha-nf4"]), (2, ids["beta-shampoo"]), (3, ids["gamma-at"])]
+    assert answer["ranked"][0]["total_bytes"] == 7_700_000
+    unranked = {r["id"]: r["reason"] for r in answer["unranked"]}
+    assert unranked == {
+        ids["delta-low"]: "ANLS 0.6000 below the threshold 0.8500",
+        ids["eps-rejected"]: "rejected: model: tensor 'x' has shape (2,), expected (3,)",
+    }
+    every = httpx.get(served.url + "/api/v1/leaderboard", params={"track": 1, "all": "true"}).json()
+    assert [r["id"] for r in every["ranked"]][:2] == [ids["alpha-nf4"], ids["alpha-lora"]]
+
+
+def test_track2_json_has_one_column_per_budget(served):
+    answer = httpx.get(served.url + "/api/v1/leaderboard", params={"track": 2}).json()
+    ids = served.ids
+    columns = {b: [r["id"] for r in rows] for b, rows in answer["budgets"].items()}
+    assert columns == {
+        "1": [ids["alpha-dp1"]],
+        "4": [ids["beta-dp4"], ids["alpha-dp1"]],
+        "8": [ids["beta-dp4"], ids["alpha-dp1"]],
+    }
+    assert [(r["budget"], r["rank"]) for r in answer["ranked"]] == [
+        (1, 1),
+        (4, 1),
+        (4, 2),
+        (8, 1),
+        (8, 2),
+    ]
+    assert [(r["id"], r["reason"]) for r in answer["unranked"]] == [
+        (ids["gamma-dp8"], "privacy claim epsilon 8 not verified")
+    ]
+    assert httpx.get(served.url + "/api/v1/leaderboard", params={"track": 3}).status_code == 422
+
+
+def test_csv_export_holds_every_table_entry(served):
+    response = httpx.get(served.url + "/api/v1/leaderboard.csv")
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/csv")
+    frame = pd.read_csv(io.StringIO(response.text))
+    # track 1: 3 ranked + 2 unranked; track 2: 1 + 2 + 2 ranked + 1 unranked.
+    assert len(frame) == 11
+    first = frame[(frame.track == 1) & (frame["rank"] == 1)].iloc[0]
+    assert (first.team, first.method, first.total_bytes) == ("alpha", "LoRA + NF4", 7_700_000)
+    only2 = pd.read_csv(io.StringIO(httpx.get(served.url + "/api/v1/leaderboard.csv?track=2").text))
+    assert set(only2.track) == {2} and len(only2) == 6
+
+
+def test_pages_render_rows_plots_and_details(served):
+    page = httpx.get(served.url + "/leaderboard")
+    assert page.status_code == 200 and "FedShampoo" in page.text and "10 GB" in page.text
+    for track in (1, 2):
+        image = httpx.get(f"{served.url}/leaderboard/plots/track{track}.png")
+        assert image.status_code == 200 and image.content[:8] == b"\x89PNG\r\n\x1a\n"
+    detail = httpx.get(f"{served.url}/leaderboard/submissions/{served.ids['gamma-dp8']}").text
+    assert "not verified" in detail and "3 clients in the log, 2 declared" in detail
+    assert detail.count('<tr><td class="num">') >= 5  # five rounds in the per-round table
+    assert httpx.get(served.url + "/leaderboard/submissions/nope").status_code == 404
+
+
+def test_organiser_actions_hide_disqualify_rescore(served_factory):
+    served = served_factory()
+    url, ids = served.url, served.ids
+    organiser = {"Authorization": f"Bearer {ORGANISER_TOKEN}"}
+    action = f"{url}/api/v1/leaderboard/submissions/{ids['alpha-nf4']}"
+    assert httpx.post(action + "/hide").status_code == 401
+    assert httpx.get(url + "/api/v1/leaderboard/organiser").status_code == 401
+    assert httpx.get(url + "/leaderboard/organiser").status_code == 401  # the sign-in form
+
+    assert httpx.post(action + "/hide", headers=organiser).json()["hidden"] is True
+    board = httpx.get(url + "/api/v1/leaderboard?track=1").json()
+    assert board["ranked"][0]["id"] == ids["alpha-lora"]  # alpha's next best takes its place
+    hidden = next(r for r in board["unranked"] if r["id"] == ids["alpha-nf4"])
+    assert hidden["reason"] == "hidden by the organisers" and hidden["anls"] is None
+    assert httpx.get(f"{url}/leaderboard/submissions/{ids['alpha-nf4']}").status_code == 404
+
+    beta = f"{url}/api/v1/leaderboard/submissions/{ids['beta-shampoo']}"
+    assert httpx.post(beta + "/disqualify", headers=organiser).status_code == 400
+    assert (
+        httpx.post(
+            beta + "/disqualify", params={"reason": "used test data"}, headers=organiser
+        ).status_code
+        == 200
+    )
+    board = httpx.get(url + "/api/v1/leaderboard?track=1").json()
+    assert ids["beta-shampoo"] not in [r["id"] for r in board["ranked"]]
+    assert {r["id"]: r["reason"] for r in board["unranked"]}[
+        ids["beta-shampoo"]
+    ] == "disqualified: used test data"
+    httpx.post(beta + "/requalify", headers=organiser)
+    assert ids["beta-shampoo"] in [
+        r["id"] for r in httpx.get(url + "/api/v1/leaderboard?track=1").json()["ranked"]
+    ]
+
+    rescored = httpx.post(
+        f"{url}/api/v1/leaderboard/submissions/{ids['delta-low']}/rescore", headers=organiser
+    )
+    assert rescored.json()["status"] == "queued"
+    assert (
+        httpx.post(
+            f"{url}/api/v1/leaderboard/submissions/{ids['delta-low']}/rescore", headers=organiser
+        ).status_code
+        == 409
+    )
+
+    listing = httpx.get(url + "/api/v1/leaderboard/organiser", headers=organiser).json()[
+        "submissions"
+    ]
+    assert (
+        len(listing) == 9 and {r["id"]: r["status"] for r in listing}[ids["delta-low"]] == "queued"
+    )
+    # The browser flow: sign in with the token (cookie), then the page lists every submission.
+    with httpx.Client(base_url=url) as browser:
+        assert (
+            browser.post("/leaderboard/organiser/login", data={"token": "wrong"}).status_code == 403
+        )
+        signed = browser.post(
+            "/leaderboard/organiser/login", data={"token": ORGANISER_TOKEN}, follow_redirects=True
+        )
+        assert signed.status_code == 200 and signed.text.count("<tr data-id=") == 9
+        browser.post(
+            f"/leaderboard/organiser/submissions/{ids['alpha-nf4']}/unhide", follow_redirects=True
+        )
+    assert (
+        httpx.get(url + "/api/v1/leaderboard?track=1").json()["ranked"][0]["id"] == ids["alpha-nf4"]
+    )
