@@ -1,32 +1,43 @@
 """`make demo`: the kit's main job end to end on the embedded defaults.
 
-Each step is a function that takes the demo directory and returns what the next steps need, so
-the sequence reads top to bottom in `main`. Steps whose results already exist are reused, so a
-second `make demo` is quick.
+Data, a track-1 and a track-2 baseline, the evaluator with its embedded SQLite database and
+queue, a team, both submissions scored, and the leaderboard. Each step is a function; `main`
+reads top to bottom. Steps whose results already exist are reused, so a second `make demo` is
+quick. The server is left running until Ctrl-C, or stopped at the end with DEMO_KEEP_SERVER=0.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 from rich.console import Console
+from rich.table import Table
 
 console = Console()
 
 DEMO_SCALE = "mini"
 DEMO_SEED = 0
+#: A short track-1 run: the LoRA + NF4 recipe of the competition's winner, one round.
+TRACK1 = ("--method", "lora-nf4", "--rounds", "1", "--local-epochs", "2", "--val-limit", "64")
+#: A short track-2 run: DP-LoRA at epsilon 8, two rounds.
+TRACK2 = ("--method", "dp-lora", "--epsilon", "8", "--rounds", "2", "--val-limit", "64")
+TEAM = "demo-team"
 
 
-def _pflkit(*args: str) -> subprocess.CompletedProcess:
-    """Run a `pflkit` subcommand in this interpreter, failing the demo when it fails."""
-    command = [sys.executable, "-m", "pflkit", *args]
+def _pflkit(*args: str, capture: bool = False) -> subprocess.CompletedProcess:
+    """Run a `pflkit` subcommand with this interpreter; a failure stops the demo."""
     console.print(f"[dim]$ pflkit {' '.join(args)}[/dim]")
-    return subprocess.run(command, check=True)
+    return subprocess.run([sys.executable, "-m", "pflkit", *args], check=True,
+                          capture_output=capture, text=True)
 
 
 def generate_data(demo_dir: Path) -> Path:
@@ -43,9 +54,82 @@ def generate_data(demo_dir: Path) -> Path:
     return data_dir
 
 
-def show_statistics(data_dir: Path) -> None:
-    """Print the per-client statistics table."""
-    _pflkit("data", "stats", str(data_dir))
+def train(data_dir: Path, run_dir: Path, options: tuple[str, ...]) -> Path:
+    """Train one baseline (reused when its submission already exists)."""
+    if (run_dir / "submission.json").is_file():
+        console.print(f"[green]reusing[/green] the finished run {run_dir}")
+        return run_dir
+    resume = ("--resume",) if run_dir.exists() else ()
+    _pflkit("train", *options, "--data", str(data_dir), "--out", str(run_dir), "--threads", "1",
+            *resume)
+    return run_dir
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def start_evaluator(demo_dir: Path, data_dir: Path) -> tuple[subprocess.Popen, str, str]:
+    """Start `pflkit serve` (embedded worker, SQLite) and wait until /healthz answers."""
+    storage = demo_dir / "evaluator"
+    database = f"sqlite:///{(storage / 'evaluator.db').resolve()}"
+    storage.mkdir(parents=True, exist_ok=True)
+    port = int(os.environ.get("DEMO_PORT", _free_port()))
+    url = f"http://127.0.0.1:{port}"
+    command = [sys.executable, "-m", "pflkit", "serve", "--port", str(port), "--db", database,
+               "--data", str(data_dir), "--storage", str(storage)]
+    console.print(f"[dim]$ pflkit {' '.join(command[3:])}[/dim]")
+    log = open(storage / "server.log", "ab")  # noqa: SIM115 - lives as long as the server
+    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"the evaluator exited; see {storage / 'server.log'}")
+        try:
+            with urllib.request.urlopen(f"{url}/healthz", timeout=2) as answer:
+                if answer.status == 200:
+                    return server, url, database
+        except OSError:
+            time.sleep(1)
+    server.terminate()
+    raise RuntimeError(f"the evaluator did not answer /healthz in 120 s; see {storage}")
+
+
+def create_team(database: str) -> str:
+    """Create the demo team and return its API token."""
+    answer = _pflkit("team", "create", f"{TEAM}-{int(time.time())}", "--db", database, "--json",
+                     capture=True)
+    return json.loads(answer.stdout)["token"]
+
+
+def submit(run_dir: Path, url: str, token: str) -> dict:
+    """Upload a run directory and wait until it is scored."""
+    answer = _pflkit("submit", str(run_dir), "--server", url, "--token", token, "--wait",
+                     "--json", capture=True)
+    result = json.loads(answer.stdout)
+    console.print(f"submission {result.get('id')}: [bold]{result.get('status')}[/bold] "
+                  f"ANLS {result.get('anls')} bytes {result.get('total_bytes')}")
+    return result
+
+
+def show_leaderboard(url: str) -> None:
+    """Print both tracks of the leaderboard as the API serves them."""
+    for track in (1, 2):
+        with urllib.request.urlopen(f"{url}/api/v1/leaderboard?track={track}", timeout=30) as answer:
+            board = json.loads(answer.read())
+        table = Table(title=f"Track {track}")
+        rows = board.get("rows") or board.get("ranked") or []
+        columns = [key for key in ("budget", "rank", "team", "method", "anls", "total_bytes",
+                                   "epsilon", "privacy_verified")
+                   if any(key in row for row in rows)]
+        for column in columns:
+            table.add_column(column)
+        for row in rows:
+            table.add_row(*(str(row.get(column, "")) for column in columns))
+        console.print(table)
+    console.print(f"leaderboard: [link]{url}/leaderboard[/link]")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,13 +138,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("demo"), help="demo directory")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    args.out.mkdir(parents=True, exist_ok=True)
+    demo_dir = args.out.resolve()
+    demo_dir.mkdir(parents=True, exist_ok=True)
 
     console.rule("1. Data: synthetic mini-PFL-DocVQA in the real layout")
-    data_dir = generate_data(args.out)
-    show_statistics(data_dir)
+    data_dir = generate_data(demo_dir)
+    _pflkit("data", "stats", str(data_dir))
 
-    console.rule(f"done in {time.perf_counter() - started:.0f} s")
+    console.rule("2. Baselines: track 1 (LoRA + NF4) and track 2 (DP-LoRA, epsilon 8)")
+    track1 = train(data_dir, demo_dir / "runs" / "track1-lora-nf4", TRACK1)
+    track2 = train(data_dir, demo_dir / "runs" / "track2-dp-lora-eps8", TRACK2)
+
+    console.rule("3. Evaluator: server, team, submissions, scoring")
+    server, url, database = start_evaluator(demo_dir, data_dir)
+    try:
+        token = create_team(database)
+        for run_dir in (track1, track2):
+            submit(run_dir, url, token)
+        console.rule("4. Leaderboard")
+        show_leaderboard(url)
+        console.rule(f"demo finished in {time.perf_counter() - started:.0f} s")
+        if os.environ.get("DEMO_KEEP_SERVER", "1") != "0":
+            console.print(f"the evaluator keeps running at {url}/leaderboard; Ctrl-C stops it")
+            signal.sigwait({signal.SIGINT, signal.SIGTERM})
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
     return 0
 
 

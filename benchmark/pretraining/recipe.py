@@ -99,7 +99,7 @@ class PretrainingRecipe:
         Stage(steps=1000, window_words=None, reading_share=0.2),
     )
     batch_size: int = 16
-    learning_rate: float = 2e-3
+    learning_rate: float = 1e-3
     warmup_steps: int = 300
     min_learning_rate: float = 1e-4
     weight_decay: float = 0.01

@@ -38,7 +38,7 @@ def test_learning_rate_warms_up_then_decays_to_the_floor() -> None:
     assert max(rates) == pytest.approx(recipe.learning_rate)
     assert rates[-1] == pytest.approx(recipe.min_learning_rate, rel=1e-3)
     after_warmup = rates[recipe.warmup_steps :]
-    assert all(a >= b for a, b in zip(after_warmup, after_warmup[1:]))
+    assert all(a >= b for a, b in zip(after_warmup, after_warmup[1:], strict=False))
 
 
 def test_stage_boundaries() -> None:
