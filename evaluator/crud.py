@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session, joinedload, selectinload
 from evaluator.core.security import hash_token, new_token
 from evaluator.models import (
     NOT_COUNTED_IN_QUOTA,
+    TERMINAL,
     Status,
     Submission,
     SubmissionEvent,
@@ -226,6 +227,27 @@ def transition(
         )
     )
     return True
+
+
+def request_rescore(
+    session: Session, *, submission_id: str, current_status: str, requested_by: str
+) -> bool:
+    """Put a finished, rejected or failed submission back in the queue, attempts reset.
+
+    Returns:
+        False when the submission is still in progress or moved meanwhile; the caller
+        commits and enqueues on True.
+    """
+    if current_status not in TERMINAL:
+        return False
+    return transition(
+        session,
+        submission_id=submission_id,
+        from_status=Status(current_status),
+        to_status=Status.QUEUED,
+        detail=f"re-score requested by {requested_by}",
+        values={"attempts": 0},
+    )
 
 
 def claim(session: Session, *, submission_id: str, worker: str, lease_seconds: float) -> bool:

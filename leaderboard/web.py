@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from evaluator import crud
 from evaluator.api.deps import get_session
-from evaluator.models import TERMINAL, Status, Submission, SubmissionEvent, Team, utcnow
+from evaluator.models import Submission, SubmissionEvent, Team, utcnow
 from leaderboard import formatting, plots, source
 from leaderboard.board import CSV_COLUMNS, Board, as_json, build_board, records
 from leaderboard.threshold import track1_threshold
@@ -211,13 +211,9 @@ def apply_action(
         raise HTTPException(status.HTTP_400_BAD_REQUEST, f"action must be one of {ACTIONS}")
     reason = reason.strip()
     if action == "rescore":
-        if row.status not in TERMINAL or not crud.transition(
-            session,
-            submission_id=submission_id,
-            from_status=Status(row.status),
-            to_status=Status.QUEUED,
-            detail=f"re-score requested by {organiser.name}",
-            values={"attempts": 0},
+        if not crud.request_rescore(
+            session, submission_id=submission_id, current_status=row.status,
+            requested_by=organiser.name,
         ):
             raise HTTPException(
                 status.HTTP_409_CONFLICT, f"submission is {row.status}; wait for it to end"

@@ -16,7 +16,6 @@ from evaluator.api.deps import CurrentTeam, Organiser, QueueDep, SessionDep, Set
 from evaluator.benchmark_info import clients_of
 from evaluator.core.config import Settings
 from evaluator.models import (
-    TERMINAL,
     Status,
     Submission,
     SubmissionAccepted,
@@ -272,13 +271,9 @@ def rescore(
 ) -> SubmissionPublic:
     """Organisers: score a finished, rejected or failed submission again."""
     row = _visible(crud.get_submission(session, submission_id=submission_id), organiser)
-    if row.status not in TERMINAL or not crud.transition(
-        session,
-        submission_id=submission_id,
-        from_status=Status(row.status),
-        to_status=Status.QUEUED,
-        detail=f"re-score requested by {organiser.name}",
-        values={"attempts": 0},
+    if not crud.request_rescore(
+        session, submission_id=submission_id, current_status=row.status,
+        requested_by=organiser.name,
     ):
         raise HTTPException(
             status.HTTP_409_CONFLICT, f"submission is {row.status}; wait for it to end"
