@@ -115,21 +115,31 @@ def submit(run_dir: Path, url: str, token: str) -> dict:
 
 
 def show_leaderboard(url: str) -> None:
-    """Print both tracks of the leaderboard as the API serves them."""
+    """Print both tracks as the API serves them: ranked rows, then unranked ones with the reason."""
     for track in (1, 2):
         with urllib.request.urlopen(f"{url}/api/v1/leaderboard?track={track}", timeout=30) as answer:
             board = json.loads(answer.read())
-        table = Table(title=f"Track {track}")
-        rows = board.get("rows") or board.get("ranked") or []
+        rows = board["ranked"] + board["unranked"]
+        title = f"Track {track}"
+        if track == 1:
+            title += f" (ANLS threshold {board['threshold']:.4f}, {board['threshold_source']})"
+        table = Table(title=title)
         columns = [key for key in ("budget", "rank", "team", "method", "anls", "total_bytes",
-                                   "epsilon", "privacy_verified")
-                   if any(key in row for row in rows)]
+                                   "epsilon", "privacy_verified", "reason")
+                   if any(row.get(key) is not None for row in rows)]
         for column in columns:
             table.add_column(column)
         for row in rows:
-            table.add_row(*(str(row.get(column, "")) for column in columns))
+            table.add_row(*(_cell(row.get(column)) for column in columns))
         console.print(table)
     console.print(f"leaderboard: [link]{url}/leaderboard[/link]")
+
+
+def _cell(value: object) -> str:
+    """A table cell: floats to 4 decimals, missing values empty."""
+    if value is None:
+        return ""
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
 
 
 def main(argv: list[str] | None = None) -> int:
