@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -170,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         console.rule(f"demo finished in {time.perf_counter() - started:.0f} s")
         if os.environ.get("DEMO_KEEP_SERVER", "1") != "0":
             console.print(f"the evaluator keeps running at {url}/leaderboard; Ctrl-C stops it")
-            signal.sigwait({signal.SIGINT, signal.SIGTERM})
+            while server.poll() is None:
+                time.sleep(1)
     except KeyboardInterrupt:
         pass
     finally:
