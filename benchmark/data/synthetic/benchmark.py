@@ -28,6 +28,8 @@ from benchmark.data.synthetic.locales import CLIENT_LOCALES
 from benchmark.data.synthetic.page import encode_jpeg
 from benchmark.data.synthetic.public import document_records, public_document
 from benchmark.data.synthetic.scales import SCALES, Scale
+from benchmark.shipped import BASE_MODEL_DIR
+from benchmark.threshold import measured_threshold
 
 SAME_LOCALE_PROBABILITY = 0.85
 # Line items are many per page: weigh them down so that key values and identity questions
@@ -321,6 +323,7 @@ def _generate_into(
             "test_out": scale.test_out_providers,
         },
         "questions": counts,
+        **(measured_threshold(scale.name, seed, BASE_MODEL_DIR) or {}),
     }
     (root / "benchmark.json").write_text(json.dumps(summary, indent=1) + "\n")
     return summary

@@ -10,6 +10,7 @@ from benchmark.pretraining.examples import (
     answer_span,
     crop_window,
     make_example,
+    move_layout,
     qa_example,
     reading_example,
 )
@@ -73,3 +74,27 @@ def test_reading_example_needs_a_unique_word() -> None:
     # make_example falls back to the QA pair
     example = make_example(_record(["a", "a", "a"], "a"), None, 1.0, random.Random(0))
     assert example.question == "What is the order number?"
+
+
+def test_move_layout_keeps_boxes_valid_and_their_arrangement() -> None:
+    rng = random.Random(3)
+    boxes = [[0.0, 0.0, 0.1, 0.05], [0.5, 0.5, 0.9, 0.55], [0.95, 0.9, 1.0, 1.0]]
+    moved_pages = [move_layout(boxes, rng) for _ in range(300)]
+    for moved in moved_pages:
+        for x0, y0, x1, y1 in moved:
+            assert 0.0 <= x0 <= x1 <= 1.0 and 0.0 <= y0 <= y1 <= 1.0
+        # one affine map per page: left-to-right and top-to-bottom order is kept
+        assert moved[0][0] < moved[1][0] < moved[2][0]
+        assert moved[0][1] < moved[1][1] < moved[2][1]
+    firsts = {round(moved[1][0], 2) for moved in moved_pages}
+    assert len(firsts) > 30  # the same word lands in many places
+
+
+def test_make_example_moves_the_given_share_of_layouts() -> None:
+    record = _record("Order No. PO-1234 Date 01.02.2024".split(), "PO-1234")
+    rng = random.Random(0)
+    moved = sum(make_example(record, None, 0.0, rng, moved_share=0.75).boxes != record["ocr_boxes"]
+                for _ in range(2000))
+    assert 0.70 < moved / 2000 < 0.80
+    assert all(make_example(record, None, 0.0, rng).boxes == record["ocr_boxes"]
+               for _ in range(50))

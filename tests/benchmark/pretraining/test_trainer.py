@@ -61,6 +61,7 @@ def test_resumed_run_equals_uninterrupted_run(tiny_benchmark: Path, tmp_path: Pa
     model, processor, training, validation = open_run(public, straight, MICRO)
     last = pretrain(model, processor, training, validation, straight, MICRO, progress=False)
     assert last["step"] == 4 and 0.0 <= last["heldout_value_anls"] <= 1.0
+    assert 0.0 <= last["heldout_value_anls_moved_layout"] <= 1.0
     curve = [json.loads(line) for line in (straight / CURVE).read_text().splitlines()]
     assert [entry["step"] for entry in curve] == [4]
 

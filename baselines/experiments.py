@@ -1,0 +1,166 @@
+"""The README's experiments: the presets on one benchmark, their tables and plots.
+
+``python -m baselines.experiments --data DIR --out DIR [--track 1|2|all] [--parallel 2]``
+
+Every experiment is its own ``pflkit train`` process (one torch thread each, ``--parallel`` at a
+time): a finished run is kept, an interrupted one is resumed. During training each round is
+validated on ``--val-limit`` questions to keep rounds short; the tables report the final
+checkpoint scored on the *whole* validation split by ``pflkit evaluate`` (``RUN/val.json``).
+
+Writes ``OUT/track1.md`` (val ANLS, bytes per message, total bytes, rounds, wall time),
+``OUT/track2.md`` (val ANLS per epsilon for the DP presets next to non-private FedAvg) and the
+plots ``OUT/track1.png`` (ANLS against bytes) and ``OUT/track2.png`` (ANLS against epsilon).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from baselines.report import RunReport, markdown_table, plot_anls_vs_bytes, read_run
+
+EPSILONS = (1, 4, 8)
+DP_METHODS = ("dp-fedavg", "dp-lora")
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One ``pflkit train`` run: its directory name, preset and extra options."""
+
+    name: str
+    preset: str
+    options: tuple[str, ...] = ()
+
+
+TRACK1 = tuple(Experiment(name, name) for name in ("fedavg", "lora", "lora-1client", "lora-nf4"))
+TRACK2 = tuple(
+    Experiment(f"{method}-eps{epsilon}", method, ("--epsilon", str(epsilon)))
+    for method in DP_METHODS
+    for epsilon in EPSILONS
+)
+
+
+def _pflkit(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pflkit", *args], capture_output=True,
+                          text=True, check=False)
+
+
+def run_experiment(experiment: Experiment, data: Path, out: Path, base: str,
+                   val_limit: int, extra: Sequence[str] = ()) -> Path:
+    """Train (or resume, or keep) one run and score its checkpoint on the whole val split.
+
+    Raises:
+        RuntimeError: when training or scoring fails (with the command's last output).
+    """
+    run = out / experiment.name
+    if not (run / "submission.json").is_file():
+        resume = ("--resume",) if (run / "config.json").is_file() else ()
+        trained = _pflkit("train", "--method", experiment.preset, "--data", str(data),
+                          "--out", str(run), "--base", base, "--val-limit", str(val_limit),
+                          "--threads", "1", "--no-progress", *experiment.options, *extra,
+                          *resume)
+        if trained.returncode != 0:
+            raise RuntimeError(f"{experiment.name}: training failed:\n{trained.stderr[-2000:]}")
+    scores = run / "val.json"
+    if not scores.is_file():
+        scored = _pflkit("evaluate", str(run / "checkpoint"), "--data", str(data),
+                         "--split", "val", "--json")
+        if scored.returncode != 0:
+            raise RuntimeError(f"{experiment.name}: scoring failed:\n{scored.stderr[-2000:]}")
+        staging = scores.with_suffix(".json.tmp")
+        staging.write_text(scored.stdout, encoding="utf-8")
+        staging.replace(scores)
+    print(f"done: {experiment.name}", flush=True)
+    return run
+
+
+def full_val_report(run: Path) -> RunReport:
+    """The run's figures with the val ANLS of the whole split."""
+    anls = json.loads((run / "val.json").read_text(encoding="utf-8"))["anls"]
+    return dataclasses.replace(read_run(run), val_anls=anls)
+
+
+def track2_table(out: Path, fedavg: RunReport | None) -> str:
+    """Markdown: one row per DP method, one column per epsilon, FedAvg as the non-private row."""
+    header = "| method | " + " | ".join(f"epsilon {e}" for e in EPSILONS) + " | non-private |"
+    lines = [header, "| --- |" + " ---: |" * (len(EPSILONS) + 1)]
+    for method in DP_METHODS:
+        cells = []
+        for epsilon in EPSILONS:
+            run = out / f"{method}-eps{epsilon}"
+            if not (run / "val.json").is_file():
+                cells.append("n/a")
+                continue
+            declaration = json.loads((run / "privacy.json").read_text(encoding="utf-8"))
+            anls = full_val_report(run).val_anls
+            cells.append(f"{anls:.4f} (sigma {declaration['noise_multiplier']:.3f})")
+        lines.append(f"| `{method}` | " + " | ".join(cells) + " | |")
+    if fedavg is not None:
+        lines.append("| `fedavg` |" + " |" * len(EPSILONS) + f" {fedavg.val_anls:.4f} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_anls_vs_epsilon(out: Path, fedavg: RunReport | None, target: Path) -> Path:
+    """Val ANLS against epsilon, one line per DP method, FedAvg as a horizontal line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(6, 4))
+    for method in DP_METHODS:
+        points = [(e, full_val_report(out / f"{method}-eps{e}").val_anls) for e in EPSILONS
+                  if (out / f"{method}-eps{e}" / "val.json").is_file()]
+        if points:
+            axes.plot(*zip(*points, strict=True), marker="o", label=method)
+    if fedavg is not None:
+        axes.axhline(fedavg.val_anls, linestyle="--", color="grey", label="fedavg (no DP)")
+    axes.set_xlabel("epsilon (delta 1e-5, provider level)")
+    axes.set_ylabel("validation ANLS (whole split)")
+    axes.set_xticks(EPSILONS)
+    axes.grid(True, alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(target, dpi=120)
+    plt.close(figure)
+    return target
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the experiments, then write the tables and plots."""
+    parser = argparse.ArgumentParser(prog="python -m baselines.experiments",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, required=True, help="benchmark directory")
+    parser.add_argument("--out", type=Path, required=True, help="where the runs go")
+    parser.add_argument("--track", choices=("1", "2", "all"), default="all")
+    parser.add_argument("--base", default="base", help="pre-trained checkpoint (default: base)")
+    parser.add_argument("--parallel", type=int, default=2, help="runs at a time")
+    parser.add_argument("--val-limit", type=int, default=100,
+                        help="questions validated after each round")
+    args = parser.parse_args(argv)
+    experiments = {"1": TRACK1, "2": (TRACK1[0], *TRACK2), "all": (*TRACK1, *TRACK2)}[args.track]
+    args.out.mkdir(parents=True, exist_ok=True)
+    with ThreadPoolExecutor(max_workers=args.parallel) as pool:
+        list(pool.map(lambda e: run_experiment(e, args.data, args.out, args.base,
+                                               args.val_limit), experiments))
+    reports = [full_val_report(args.out / e.name) for e in TRACK1
+               if (args.out / e.name / "val.json").is_file()]
+    fedavg = next((r for r in reports if r.method == "fedavg"), None)
+    (args.out / "track1.md").write_text(markdown_table(reports), encoding="utf-8")
+    plot_anls_vs_bytes(reports, args.out / "track1.png")
+    print(markdown_table(reports))
+    if args.track != "1":
+        (args.out / "track2.md").write_text(track2_table(args.out, fedavg), encoding="utf-8")
+        plot_anls_vs_epsilon(args.out, fedavg, args.out / "track2.png")
+        print(track2_table(args.out, fedavg))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""The track-1 validity threshold of a benchmark: 95% of the organisers' FedAvg test ANLS.
+
+In the competition a track-1 submission counted only when its test ANLS reached 0.8242, 95% of
+the organisers' FedAvg baseline (0.8676). A synthetic benchmark gets its own threshold the same
+way: the organisers train the `fedavg` preset from the shipped base, score it on the test split
+and store 95% of that ANLS in `benchmark.json` under `track1_threshold`
+(`pflkit data threshold DIR --run RUN`).
+
+Scale, seed and base model fix a synthetic benchmark completely, so the kit also carries the
+thresholds it has measured (:data:`MEASURED_FEDAVG_TEST_ANLS`): `pflkit data generate` writes
+them into `benchmark.json` at once when the shipped base is the one they were measured with,
+and a fresh benchmark can be ranked without training the baseline first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+THRESHOLD_KEY = "track1_threshold"
+PROVENANCE_KEY = "track1_threshold_source"
+THRESHOLD_SHARE = 0.95
+
+#: FedAvg test ANLS measured by the kit, keyed by (scale, seed), with the SHA-256 of the base
+#: `model.safetensors` the run started from and the run that measured it.
+MEASURED_FEDAVG_TEST_ANLS: dict[tuple[str, int], dict[str, Any]] = {}
+
+
+def threshold_from(fedavg_test_anls: float) -> float:
+    """95% of the FedAvg baseline's test ANLS, rounded to 4 decimals like the competition's."""
+    if not 0.0 <= fedavg_test_anls <= 1.0:
+        raise ValueError(f"FedAvg test ANLS must be in [0, 1], got {fedavg_test_anls!r}")
+    return round(THRESHOLD_SHARE * fedavg_test_anls, 4)
+
+
+def base_model_digest(base_dir: str | Path) -> str | None:
+    """SHA-256 of the base `model.safetensors` as listed in the base's `SHA256SUMS`, if any."""
+    listing = Path(base_dir) / "SHA256SUMS"
+    if not listing.is_file():
+        return None
+    for line in listing.read_text(encoding="utf-8").splitlines():
+        digest, _, name = line.partition("  ")
+        if name == "model.safetensors":
+            return digest
+    return None
+
+
+def measured_threshold(scale: str, seed: int, base_dir: str | Path) -> dict[str, Any] | None:
+    """The kit's measured threshold entry for a benchmark, when it applies to this base.
+
+    Returns:
+        `{"track1_threshold": ..., "track1_threshold_source": {...}}`, or None when the kit has
+        not measured this (scale, seed) or measured it with another base model.
+    """
+    entry = MEASURED_FEDAVG_TEST_ANLS.get((scale, seed))
+    if entry is None or entry["base_sha256"] != base_model_digest(base_dir):
+        return None
+    return {
+        THRESHOLD_KEY: threshold_from(entry["fedavg_test_anls"]),
+        PROVENANCE_KEY: {"measured_by": "pflkit (embedded)", **entry},
+    }
+
+
+def write_threshold(data_dir: str | Path, fedavg_test_anls: float,
+                    provenance: dict[str, Any]) -> float:
+    """Store the threshold in `DIR/benchmark.json` (replaced atomically).
+
+    Args:
+        data_dir: a benchmark directory written by `pflkit data generate`.
+        fedavg_test_anls: the organisers' FedAvg test ANLS.
+        provenance: how it was measured (run directory, base digest, ...), stored beside it.
+
+    Returns:
+        The threshold written.
+
+    Raises:
+        FileNotFoundError: the directory has no `benchmark.json`.
+    """
+    path = Path(data_dir) / "benchmark.json"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path}: missing; the threshold is stored with a benchmark written by "
+            "`pflkit data generate`"
+        )
+    summary = json.loads(path.read_text(encoding="utf-8"))
+    threshold = threshold_from(fedavg_test_anls)
+    summary[THRESHOLD_KEY] = threshold
+    summary[PROVENANCE_KEY] = {"fedavg_test_anls": round(fedavg_test_anls, 4), **provenance}
+    staging = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    staging.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    os.replace(staging, path)
+    return threshold
