@@ -23,7 +23,12 @@ from typing import Any
 from benchmark.data.errors import DataError
 from benchmark.data.imdb import write_bytes, write_data_points, write_imdb
 from benchmark.data.synthetic.identities import PFL_TRADES, Company, make_company, unique_names
-from benchmark.data.synthetic.invoice import InvoiceTemplate, draw_template, render_invoice
+from benchmark.data.synthetic.invoice import (
+    INVOICE_QUESTION_WEIGHTS,
+    InvoiceTemplate,
+    draw_template,
+    render_invoice,
+)
 from benchmark.data.synthetic.locales import CLIENT_LOCALES
 from benchmark.data.synthetic.page import encode_jpeg
 from benchmark.data.synthetic.public import document_records, public_document
@@ -32,13 +37,6 @@ from benchmark.shipped import BASE_MODEL_DIR
 from benchmark.threshold import measured_threshold
 
 SAME_LOCALE_PROBABILITY = 0.85
-# Line items are many per page: weigh them down so that key values and identity questions
-# (what the DP track protects) make up most of the questions.
-INVOICE_QUESTION_WEIGHTS = {
-    "line_item_quantity": 0.2,
-    "line_item_unit_price": 0.2,
-    "line_item_amount": 0.3,
-}
 
 
 @dataclass(frozen=True)

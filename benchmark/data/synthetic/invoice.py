@@ -11,6 +11,14 @@ from benchmark.data.synthetic.identities import CUSTOMER_TRADES, Company, compan
 from benchmark.data.synthetic.locales import ALTERNATIVE_DATE_FORMATS, LABELS, LOCALES, fill_digits
 from benchmark.data.synthetic.page import PAGE_HEIGHT, PAGE_WIDTH, Page, draw_logo, text_width
 
+# Line items are many per page: weigh them down so that key values and identity questions
+# (what the DP track protects) make up most of the questions.
+INVOICE_QUESTION_WEIGHTS = {
+    "line_item_quantity": 0.2,
+    "line_item_unit_price": 0.2,
+    "line_item_amount": 0.3,
+}
+
 MARGIN = 40
 RIGHT = PAGE_WIDTH - MARGIN
 FOOTER_TOP = PAGE_HEIGHT - 78

@@ -1,7 +1,10 @@
-"""The public pre-training corpus: DocVQA-style documents of other kinds than invoices.
+"""The public pre-training corpus: DocVQA-style documents of companies that are not PFL providers.
 
-Purchase orders, receipts, delivery notes, forms and letters of companies whose trade words are
-disjoint from every PFL provider's. Their questions ask for document-specific values (numbers,
+Purchase orders, receipts, delivery notes, forms, letters and English invoices of companies
+whose trade words are disjoint from every PFL provider's. The real base model was trained on
+SP-DocVQA, which holds invoices among other industry documents, in English; likewise the public
+invoices here only carry English labels, so the clients' other languages, layouts and providers
+are what federated fine-tuning has to learn. Their questions ask for document-specific values (numbers,
 dates, amounts, identifiers, names) copied from the OCR text, which is what a model must learn
 to read before federated fine-tuning. `public_document` builds one document from (seed, index)
 alone, so a pre-training loop can stream fresh documents without touching the disk.
@@ -9,6 +12,7 @@ alone, so a pre-training loop can stream fresh documents without touching the di
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import random
 from collections.abc import Iterator
@@ -22,10 +26,17 @@ from benchmark.data.synthetic.identities import (
     make_company,
     person_name,
 )
+from benchmark.data.synthetic.invoice import (
+    INVOICE_QUESTION_WEIGHTS,
+    draw_template,
+    render_invoice,
+)
 from benchmark.data.synthetic.locales import CLIENT_LOCALES, LOCALES, fill_digits
 from benchmark.data.synthetic.page import PAGE_WIDTH, Page, draw_logo, encode_jpeg, text_width
 
-KINDS = ("purchase_order", "receipt", "delivery_note", "form", "letter")
+KINDS = ("purchase_order", "receipt", "delivery_note", "form", "letter", "invoice")
+ENGLISH_LOCALES = ("en_US", "en_GB")
+INVOICE_ITEMS = (2, 6)
 DOCUMENTS_PER_COMPANY = 4
 MARGIN = 40
 RIGHT = PAGE_WIDTH - MARGIN
@@ -90,6 +101,8 @@ def public_document(
     company = public_company(seed, index // DOCUMENTS_PER_COMPANY)
     rng = random.Random(f"{seed}:public-document:{index}")
     kind = rng.choice(KINDS)
+    if kind == "invoice":
+        return _invoice(company, f"pubdoc{index:07d}", rng, questions_per_page)
     doc = SyntheticDocument(document_id=f"pubdoc{index:07d}", provider_id=company.provider_id)
     page = doc.new_page()
     _letterhead(doc, page, company, rng, kind)
@@ -105,6 +118,16 @@ def public_document(
         questions_per_page,
         {"company_name": 0.4, "company_phone": 0.4, "item_price": 0.4, "item_quantity": 0.4},
     )
+    return doc
+
+
+def _invoice(company: Company, document_id: str, rng: random.Random,
+             questions_per_page: tuple[int, int]) -> SyntheticDocument:
+    """A one-page English invoice of a public company, with the PFL invoices' questions."""
+    english = dataclasses.replace(company, locale=rng.choice(ENGLISH_LOCALES))
+    doc = render_invoice(english, draw_template(english, rng), document_id, rng, INVOICE_ITEMS,
+                         0.0, INVOICE_ITEMS)
+    doc.draw_questions(rng, questions_per_page, INVOICE_QUESTION_WEIGHTS)
     return doc
 
 

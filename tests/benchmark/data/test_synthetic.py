@@ -222,3 +222,24 @@ def test_public_api_streams_the_written_documents(tiny_dir: Path) -> None:
     assert streamed[0]["image"].size == (600, 848)
     fresh = list(public_records(0, 2, start=10_000))
     assert fresh and fresh[0]["document_id"] == "pubdoc0010000" and "image" not in fresh[0]
+
+
+def test_public_invoices_are_english_and_ask_the_invoice_questions() -> None:
+    from benchmark.data.synthetic.locales import LABELS
+    from benchmark.data.synthetic.public import public_document
+
+    english_titles = set(LABELS["en"]["title"])
+    other_titles = {title for language, words in LABELS.items() if language != "en"
+                    for title in words["title"]} - english_titles
+    only_on_invoices = {"invoice_number", "invoice_date", "due_date", "subtotal", "tax_rate",
+                        "customer_number", "customer_name", "currency"}
+    invoices = [doc for doc in (public_document(0, i) for i in range(600))
+                if any(qa.question_type in only_on_invoices
+                       or qa.question_type.startswith(("provider_", "line_item_"))
+                       for qa in doc.qa)]
+    assert 60 <= len(invoices) <= 140  # about one document in six
+    for doc in invoices:
+        assert doc.provider_id.startswith("pub") and len(doc.pages) == 1
+        text = " ".join(doc.pages[0].tokens())
+        assert any(title in text for title in english_titles)
+        assert not any(f" {title} " in f" {text} " for title in other_titles)

@@ -1,0 +1,64 @@
+"""Plot a pre-training run's learning curve: held-out value ANLS against steps.
+
+``python -m benchmark.pretraining.curve RUN_DIR --out curve.png``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from benchmark.pretraining.heldout import TARGET_ANLS
+from benchmark.pretraining.trainer import CURVE
+
+
+def read_curve(run_dir: str | Path) -> list[dict]:
+    """The entries of `RUN_DIR/learning_curve.jsonl`, in step order."""
+    path = Path(run_dir) / CURVE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: missing; is {run_dir} a `pflkit pretrain` run?")
+    entries = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    return sorted(entries, key=lambda entry: entry["step"])
+
+
+def plot_curve(entries: Sequence[dict], out: str | Path) -> Path:
+    """Held-out value ANLS (as is and with moved layouts) against steps, with the target line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = [entry["step"] for entry in entries]
+    figure, axes = plt.subplots(figsize=(6, 4))
+    axes.plot(steps, [entry["heldout_value_anls"] for entry in entries], label="held-out values")
+    moved = [entry.get("heldout_value_anls_moved_layout") for entry in entries]
+    if all(value is not None for value in moved):
+        axes.plot(steps, moved, label="same, layouts moved")
+    axes.axhline(TARGET_ANLS, linestyle="--", color="grey", label=f"target {TARGET_ANLS}")
+    axes.set_xlabel("optimiser step")
+    axes.set_ylabel("ANLS (public documents never trained on)")
+    axes.set_ylim(0, 1)
+    axes.grid(True, alpha=0.3)
+    axes.legend(loc="upper left")
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure.tight_layout()
+    figure.savefig(out, dpi=120)
+    plt.close(figure)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Write the plot of a run's learning curve."""
+    parser = argparse.ArgumentParser(prog="python -m benchmark.pretraining.curve",
+                                     description=main.__doc__)
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--out", type=Path, required=True, help="PNG to write")
+    args = parser.parse_args(argv)
+    print(f"plot: {plot_curve(read_curve(args.run_dir), args.out)}")
+
+
+if __name__ == "__main__":
+    main()
