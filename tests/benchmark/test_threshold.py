@@ -61,3 +61,12 @@ def test_generate_writes_the_measured_threshold(monkeypatch, tmp_path: Path) -> 
                                  progress=False)
     written = json.loads((tmp_path / "b" / "benchmark.json").read_text())
     assert written["track1_threshold"] == summary["track1_threshold"] == 0.57
+
+
+def test_the_embedded_mini_threshold_belongs_to_the_shipped_base() -> None:
+    entry = measured_threshold("mini", 0, BASE_MODEL_DIR)
+    assert entry is not None, (
+        "the shipped base changed: re-run the fedavg preset on mini seed 0, then "
+        "`pflkit data threshold` and update MEASURED_FEDAVG_TEST_ANLS"
+    )
+    assert 0.0 < entry["track1_threshold"] < 1.0
