@@ -72,38 +72,23 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+#: What both DP presets share: the provider-level mechanism and the damped server step.
+_DP_MECHANISM: dict[str, Any] = {
+    "clients_per_round": 2,
+    "local_epochs": 1,
+    "wire": "fp32",
+    "strategy": "fedavg",
+    "weighted": False,
+    "delta": 1e-5,
+    "clipping_norm": 0.5,
+    "provider_sampling": "poisson",
+    "privacy_analysis": "competition",
+    "server_lr": 0.05,
+}
+
 DP_PRESETS: dict[str, dict[str, Any]] = {
-    "dp-fedavg": {
-        "method": "dp-fedavg",
-        "rounds": 5,
-        "clients_per_round": 2,
-        "local_epochs": 1,
-        "lr": 2e-4,
-        "wire": "fp32",
-        "strategy": "fedavg",
-        "weighted": False,
-        "delta": 1e-5,
-        "clipping_norm": 0.5,
-        "provider_sampling": "poisson",
-        "privacy_analysis": "competition",
-        "server_lr": 0.05,
-    },
-    "dp-lora": {
-        "method": "dp-lora",
-        "rounds": 30,
-        "clients_per_round": 2,
-        "local_epochs": 1,
-        "lr": 1e-3,
-        "lora_rank": 6,
-        "wire": "fp32",
-        "strategy": "fedavg",
-        "weighted": False,
-        "delta": 1e-5,
-        "clipping_norm": 0.5,
-        "provider_sampling": "poisson",
-        "privacy_analysis": "competition",
-        "server_lr": 0.05,
-    },
+    "dp-fedavg": {**_DP_MECHANISM, "method": "dp-fedavg", "rounds": 5, "lr": 2e-4},
+    "dp-lora": {**_DP_MECHANISM, "method": "dp-lora", "rounds": 30, "lr": 1e-3, "lora_rank": 6},
 }
 
 
