@@ -95,10 +95,8 @@ def threshold(data_dir: str, run_dir: str, batch_size: int, as_json: bool) -> No
     import json
     from pathlib import Path
 
-    from benchmark.data import load_split
-    from benchmark.data.errors import DataError
+    from benchmark.evaluation.cli import load_for_scoring
     from benchmark.evaluation.loop import default_cache_dir, evaluate
-    from benchmark.model import CheckpointError, load_model, load_processor
     from benchmark.shipped import BASE_MODEL_DIR
     from benchmark.threshold import base_model_digest, write_threshold
 
@@ -112,12 +110,7 @@ def threshold(data_dir: str, run_dir: str, batch_size: int, as_json: bool) -> No
             f"{run}: method is {submission.get('method')!r}; the threshold is 95% of the "
             "organisers' `fedavg` baseline"
         )
-    try:
-        model = load_model(run / "checkpoint")
-        processor = load_processor(run / "checkpoint")
-        dataset = load_split(data_dir, "test")
-    except (CheckpointError, FileNotFoundError, DataError) as error:
-        raise click.ClickException(str(error)) from None
+    model, processor, dataset = load_for_scoring(str(run / "checkpoint"), data_dir, "test")
     result = evaluate(model, processor, dataset, batch_size=batch_size,
                       cache_dir=default_cache_dir())
     saved_config = run / "config.json"

@@ -58,20 +58,12 @@ def evaluate(
     """
     from transformers.utils import logging as hf_logging
 
-    from benchmark.data import load_split
-    from benchmark.data.errors import DataError
     from benchmark.evaluation.loop import default_cache_dir
     from benchmark.evaluation.loop import evaluate as run_evaluation
-    from benchmark.model import CheckpointError, load_model, load_processor
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
-    try:
-        model = load_model(checkpoint)
-        processor = load_processor(checkpoint)
-        dataset = load_split(data_dir, split, images_dir=images_dir)
-    except (CheckpointError, FileNotFoundError, DataError) as error:
-        raise click.ClickException(str(error)) from None
+    model, processor, dataset = load_for_scoring(checkpoint, data_dir, split, images_dir)
     if limit is not None:
         dataset = dataset.select(range(min(limit, len(dataset))))
     try:
@@ -94,6 +86,20 @@ def evaluate(
     _print_result(result, checkpoint, split)
     if predictions_path:
         click.echo(f"predictions: {predictions_path}")
+
+
+def load_for_scoring(checkpoint: str, data_dir: str, split: str,
+                     images_dir: str | None = None) -> tuple:
+    """Model, processor and split to score; a bad checkpoint or data directory is a CLI error."""
+    from benchmark.data import load_split
+    from benchmark.data.errors import DataError
+    from benchmark.model import CheckpointError, load_model, load_processor
+
+    try:
+        return (load_model(checkpoint), load_processor(checkpoint),
+                load_split(data_dir, split, images_dir=images_dir))
+    except (CheckpointError, FileNotFoundError, DataError) as error:
+        raise click.ClickException(str(error)) from None
 
 
 def _print_result(result, checkpoint: str, split: str) -> None:
