@@ -100,6 +100,11 @@ def threshold(data_dir: str, run_dir: str, batch_size: int, as_json: bool) -> No
     from benchmark.shipped import BASE_MODEL_DIR
     from benchmark.threshold import base_model_digest, write_threshold
 
+    if not (Path(data_dir) / "benchmark.json").is_file():
+        raise click.ClickException(
+            f"{Path(data_dir) / 'benchmark.json'}: missing; the threshold is stored with a "
+            "benchmark written by `pflkit data generate`"
+        )
     run = Path(run_dir)
     submission_path = run / "submission.json"
     if not submission_path.is_file():

@@ -53,3 +53,11 @@ def test_threshold_refuses_a_run_that_is_not_fedavg(tiny_data: Path, tiny_base: 
     assert result.exit_code != 0
     assert "'lora'" in result.output and "fedavg" in result.output
     assert (tiny_data / "benchmark.json").read_bytes() == before
+
+
+def test_threshold_needs_a_generated_benchmark_directory(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "run").mkdir()
+    result = CliRunner().invoke(threshold, [str(tmp_path / "data"), "--run", str(tmp_path / "run")])
+    assert result.exit_code != 0
+    assert "benchmark.json: missing" in result.output and "pflkit data generate" in result.output
