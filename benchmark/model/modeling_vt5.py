@@ -169,7 +169,8 @@ class VT5ForConditionalGeneration(VT5PreTrainedModel):
         attention = encoder.block[0].layer[0].SelfAttention
         bias = attention.compute_bias(length, length, device=embeds.device).to(embeds.dtype)
         padding = (1.0 - mask[:, None, None, :].to(embeds.dtype)) * torch.finfo(embeds.dtype).min
-        bias = bias + padding
+        # contiguous once here: SDPA would otherwise copy the permuted sum again in every layer
+        bias = (bias + padding).contiguous()
         hidden = encoder.dropout(embeds)
         for block in encoder.block:
             hidden = block(hidden, None, bias)[0]
@@ -261,17 +262,11 @@ class VT5ForConditionalGeneration(VT5PreTrainedModel):
         states = encoder_outputs.last_hidden_state
         active = torch.arange(batch, device=input_ids.device)
         step_ids = input_ids.new_full((batch, 1), t5.decoder_start_token_id)
+        cross_bias = (1.0 - mask[:, None, None, :].to(states.dtype)) * torch.finfo(states.dtype).min
         steps = 0
         for step in range(limit):
-            outputs = backbone(
-                encoder_outputs=(states,),
-                attention_mask=mask,
-                decoder_input_ids=step_ids,
-                past_key_values=cache,
-                use_cache=True,
-            )
-            cache = outputs.past_key_values
-            next_ids = outputs.logits[:, -1, :].argmax(dim=-1)
+            logits = self._decode_step(step_ids, step, states, cross_bias, cache)
+            next_ids = logits[:, -1, :].argmax(dim=-1)
             answers[active, step] = next_ids
             steps = step + 1
             running = next_ids != t5.eos_token_id
@@ -280,7 +275,37 @@ class VT5ForConditionalGeneration(VT5PreTrainedModel):
             if not bool(running.all()):
                 # finished answers leave the batch: later steps only compute the others
                 keep = running.nonzero().squeeze(1)
-                active, states, mask, next_ids = active[keep], states[keep], mask[keep], next_ids[keep]
+                active, states, next_ids = active[keep], states[keep], next_ids[keep]
+                cross_bias = cross_bias[keep]
                 cache.batch_select_indices(keep)
             step_ids = next_ids[:, None]
         return answers[:, :steps]
+
+    def _decode_step(
+        self,
+        step_ids: torch.Tensor,
+        step: int,
+        states: torch.Tensor,
+        cross_bias: torch.Tensor,
+        cache: EncoderDecoderCache,
+    ) -> torch.Tensor:
+        """Logits of one cached decoder step: the T5 decoder stack without its per-step setup.
+
+        Same computation as the backbone's forward for one new token, but transformers would
+        rebuild the causal and cross-attention masks in every step; here the self-attention gets
+        its relative position bias alone (one query may attend to every cached position) and the
+        cross-attention gets the padding mask as an additive bias built once per batch.
+        """
+        backbone = self.language_backbone
+        decoder = backbone.decoder
+        attention = decoder.block[0].layer[0].SelfAttention
+        self_bias = attention.compute_bias(
+            1, step + 1, device=states.device, past_seen_tokens=step
+        ).to(states.dtype)
+        hidden = decoder.dropout(decoder.embed_tokens(step_ids))
+        for block in decoder.block:
+            hidden = block(hidden, None, self_bias, states, None, cross_bias, past_key_values=cache)[0]
+        hidden = decoder.dropout(decoder.final_layer_norm(hidden))
+        if backbone.config.scale_decoder_outputs:
+            hidden = hidden * (backbone.config.d_model**-0.5)
+        return backbone.lm_head(hidden)

@@ -155,13 +155,16 @@ class VT5Processor:
             [PROMPT_TEMPLATE.format(question) for question in questions],
             add_special_tokens=True,
         ).input_ids
-        flat_words = [word for page in words for word in page]
-        word_ids = (
-            self.tokenizer(flat_words, add_special_tokens=False).input_ids if flat_words else []
-        )
+        # a page's words recur in each of its questions: every distinct word is tokenised once
+        distinct_words = list(dict.fromkeys(word for page in words for word in page))
+        pieces_of_word = dict(zip(
+            distinct_words,
+            self.tokenizer(distinct_words, add_special_tokens=False).input_ids if distinct_words
+            else [],
+            strict=True,
+        ))
         limit = self.max_input_tokens - 1
         all_ids, all_boxes, lengths = [], [], []
-        cursor = 0
         for prompt, page_words, page_boxes in zip(prompts, words, boxes, strict=True):
             if len(page_words) != len(page_boxes):
                 raise ValueError(
@@ -170,13 +173,12 @@ class VT5Processor:
             ids = list(prompt[:-1])
             token_boxes = list(PROMPT_BOX) * len(ids)
             buckets = self._buckets(page_boxes)
-            for offset in range(len(page_words)):
+            for word, bucket in zip(page_words, buckets, strict=True):
                 if len(ids) >= limit:
                     break
-                pieces = word_ids[cursor + offset]
+                pieces = pieces_of_word[word]
                 ids.extend(pieces)
-                token_boxes.extend(buckets[offset] * len(pieces))
-            cursor += len(page_words)
+                token_boxes.extend(bucket * len(pieces))
             ids = ids[:limit] + [self.eos_token_id]
             token_boxes = token_boxes[: 4 * limit] + [0, 0, 0, 0]
             all_ids.append(ids)

@@ -58,6 +58,20 @@ def test_every_ocr_subtoken_repeats_its_word_box(processor):
     assert flat[-1].tolist() == [0, 0, 0, 0] and ids[-1] == processor.eos_token_id
 
 
+def test_a_repeated_word_keeps_the_box_of_each_occurrence(processor):
+    """Words are tokenised once per batch; each occurrence still gets its own box."""
+    words = ["Total", "INV-20231", "Total"]
+    boxes = [[0.1, 0.1, 0.2, 0.2], [0.3, 0.3, 0.4, 0.4], [0.7, 0.7, 0.8, 0.8]]
+    encoded = processor.encode_batch(["What?", "Why?"], [words, words[::-1]], [boxes, boxes[::-1]])
+    for row, (page_words, page_boxes) in enumerate([(words, boxes), (words[::-1], boxes[::-1])]):
+        question = ["What?", "Why?"][row]
+        ids, token_boxes = reference_inputs(
+            processor.tokenizer, question, page_words, page_boxes, max_tokens=512, scale=1000
+        )
+        assert encoded["input_ids"][row] == ids
+        assert np.asarray(encoded["input_boxes"][row]).reshape(-1, 4).tolist() == token_boxes
+
+
 def test_box_scale_one_reproduces_the_public_checkpoint_buckets(processor):
     proc = VT5Processor(processor.tokenizer, box_scale=1.0)
     encoded = proc.encode_batch(["q"], [["a", "b"]], [[[0.2, 0.3, 0.9, 1.0], [0, 0, 1, 1]]])
