@@ -11,10 +11,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 from transformers import PreTrainedModel, T5ForConditionalGeneration
-from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
 from benchmark.model.configuration_vt5 import VT5Config
+from benchmark.model.decoding import CachedT5Decoder
 from benchmark.model.embeddings import SpatialEmbeddings, VisualEmbeddings
 
 
@@ -167,10 +167,11 @@ class VT5ForConditionalGeneration(VT5PreTrainedModel):
         encoder = self.language_backbone.encoder
         length = embeds.shape[1]
         attention = encoder.block[0].layer[0].SelfAttention
+        # compute_bias returns a permuted view: made contiguous before the broadcast sum, the
+        # (batch, heads, length, length) result is written once in the layout SDPA needs
         bias = attention.compute_bias(length, length, device=embeds.device).to(embeds.dtype)
         padding = (1.0 - mask[:, None, None, :].to(embeds.dtype)) * torch.finfo(embeds.dtype).min
-        # contiguous once here: SDPA would otherwise copy the permuted sum again in every layer
-        bias = (bias + padding).contiguous()
+        bias = bias.contiguous() + padding
         hidden = encoder.dropout(embeds)
         for block in encoder.block:
             hidden = block(hidden, None, bias)[0]
@@ -233,10 +234,11 @@ class VT5ForConditionalGeneration(VT5PreTrainedModel):
     ) -> torch.Tensor:
         """Greedy decoding with a key/value cache; finished answers leave the batch.
 
-        Produces the same tokens as the backbone's `generate(num_beams=1, do_sample=False)` on
-        the same encoder input, without its per-step overhead: the cross-attention keys/values
-        are computed once, and once an answer has produced EOS its row is dropped from the
-        decoder batch.
+        Produces the tokens of the backbone's `generate(num_beams=1, do_sample=False)` on the
+        same encoder input (up to float rounding: the single-query attention is two matrix
+        products here, SDPA's flash kernel there), without its per-step overhead
+        (`benchmark.model.decoding`): the cross-attention keys/values are computed once, and
+        once an answer has produced EOS its row is dropped from the decoder batch.
 
         Args:
             input_ids: (batch, tokens) token ids.
@@ -254,19 +256,15 @@ class VT5ForConditionalGeneration(VT5PreTrainedModel):
         encoder_outputs, mask = self.encode(
             input_ids, boxes, attention_mask, pixel_values, visual_embeds
         )
-        backbone = self.language_backbone
-        t5 = backbone.config
+        t5 = self.language_backbone.config
         batch = input_ids.shape[0]
         answers = input_ids.new_full((batch, limit), t5.pad_token_id)
-        cache = EncoderDecoderCache(DynamicCache(config=t5), DynamicCache(config=t5))
-        states = encoder_outputs.last_hidden_state
+        decoder = CachedT5Decoder(self.language_backbone, encoder_outputs.last_hidden_state, mask)
         active = torch.arange(batch, device=input_ids.device)
         step_ids = input_ids.new_full((batch, 1), t5.decoder_start_token_id)
-        cross_bias = (1.0 - mask[:, None, None, :].to(states.dtype)) * torch.finfo(states.dtype).min
         steps = 0
         for step in range(limit):
-            logits = self._decode_step(step_ids, step, states, cross_bias, cache)
-            next_ids = logits[:, -1, :].argmax(dim=-1)
+            next_ids = decoder.step(step_ids).argmax(dim=-1)
             answers[active, step] = next_ids
             steps = step + 1
             running = next_ids != t5.eos_token_id
@@ -275,37 +273,7 @@ class VT5ForConditionalGeneration(VT5PreTrainedModel):
             if not bool(running.all()):
                 # finished answers leave the batch: later steps only compute the others
                 keep = running.nonzero().squeeze(1)
-                active, states, next_ids = active[keep], states[keep], next_ids[keep]
-                cross_bias = cross_bias[keep]
-                cache.batch_select_indices(keep)
+                active, next_ids = active[keep], next_ids[keep]
+                decoder.keep(keep)
             step_ids = next_ids[:, None]
         return answers[:, :steps]
-
-    def _decode_step(
-        self,
-        step_ids: torch.Tensor,
-        step: int,
-        states: torch.Tensor,
-        cross_bias: torch.Tensor,
-        cache: EncoderDecoderCache,
-    ) -> torch.Tensor:
-        """Logits of one cached decoder step: the T5 decoder stack without its per-step setup.
-
-        Same computation as the backbone's forward for one new token, but transformers would
-        rebuild the causal and cross-attention masks in every step; here the self-attention gets
-        its relative position bias alone (one query may attend to every cached position) and the
-        cross-attention gets the padding mask as an additive bias built once per batch.
-        """
-        backbone = self.language_backbone
-        decoder = backbone.decoder
-        attention = decoder.block[0].layer[0].SelfAttention
-        self_bias = attention.compute_bias(
-            1, step + 1, device=states.device, past_seen_tokens=step
-        ).to(states.dtype)
-        hidden = decoder.dropout(decoder.embed_tokens(step_ids))
-        for block in decoder.block:
-            hidden = block(hidden, None, self_bias, states, None, cross_bias, past_key_values=cache)[0]
-        hidden = decoder.dropout(decoder.final_layer_norm(hidden))
-        if backbone.config.scale_decoder_outputs:
-            hidden = hidden * (backbone.config.d_model**-0.5)
-        return backbone.lm_head(hidden)
