@@ -5,9 +5,11 @@ Both loops score the same checkpoint on the same questions in one run:
 - reference: configured like the public PFL-DocVQA starter kit: batches of 10 in file order,
   tokenised batch by batch, every input padded to 512 tokens, page images decoded per question,
   transformers `generate` (greedy, max length 20), fp32, `torch.no_grad`;
-- kit: `benchmark.evaluation.predict`: tokenised once, length-grouped batches, visual tokens once
-  per page, `torch.inference_mode`, a cached greedy loop stopped when every answer has ended,
-  the same answer bound (19 new tokens = max length 20 with the start token).
+- kit: `benchmark.evaluation.predict`: tokenised once (each distinct word once per batch),
+  length-grouped batches, visual tokens once per page, `torch.inference_mode`, a cached greedy
+  loop with single-query attention as plain matrix products, stopped when every answer has
+  ended, the same answer bound (19 new tokens = max length 20 with the start token), and as
+  many batches side by side as torch has threads, each on one.
 
 The loops alternate over parts of the questions so that both see the same load on a shared
 machine. It prints both throughputs (questions/s), their ratio (target: >= 3x on the tiny model) and

@@ -7,7 +7,9 @@ order, every input padded to 512 tokens, `generate` with max length 20):
 - batches are grouped by input length, so little padding is computed;
 - the visual tokens of a page are computed once and reused by all its questions;
 - `torch.inference_mode` and a greedy loop with a key/value cache that stops as soon as every
-  answer has ended, with a bounded answer length.
+  answer has ended, with a bounded answer length (`benchmark.model.decoding`);
+- on a CPU, as many batches side by side as torch has threads, one thread each: a tiny model's
+  decoder steps are too small to gain from threads inside one operation.
 
 Scores come from `benchmark.metrics` (ANLS of Biten et al., ICCV 2019).
 """
@@ -15,10 +17,12 @@ Scores come from `benchmark.metrics` (ANLS of Biten et al., ICCV 2019).
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -113,34 +117,59 @@ def predict(
         encoded["n_tokens"], batch_size, max_batch_tokens=max_batch_tokens
     )
     visual_tokens = VisualTokenCache(model, processor, capacity=max(256, 2 * batch_size))
+    visual_lock = threading.Lock()
     device = next(model.parameters()).device
+
+    def answer(indices: list[int]) -> tuple[list[int], list[str]]:
+        rows = table[indices]
+        features = [
+            {"input_ids": ids, "input_boxes": boxes}
+            for ids, boxes in zip(rows["input_ids"], rows["input_boxes"], strict=True)
+        ]
+        batch = {
+            key: value.to(device)
+            for key, value in processor.collate(features, with_images=False).items()
+        }
+        with torch.inference_mode():
+            if use_visual:
+                with visual_lock:
+                    visual = visual_tokens(rows["image_path"])
+            else:
+                visual = None
+            answer_ids = model.generate(**batch, visual_embeds=visual, max_new_tokens=max_new_tokens)
+        return indices, processor.decode(answer_ids)
+
     predictions = [""] * len(encoded)
+    streams = torch.get_num_threads() if device.type == "cpu" else 1
     was_training = model.training
     model.eval()
     try:
-        with torch.inference_mode(), tqdm(
+        with _one_thread_per_stream(streams), ThreadPoolExecutor(streams) as pool, tqdm(
             total=len(encoded), desc="Predicting", unit="q", disable=not progress
         ) as bar:
-            for indices in batches:
-                rows = table[indices]
-                features = [
-                    {"input_ids": ids, "input_boxes": boxes}
-                    for ids, boxes in zip(rows["input_ids"], rows["input_boxes"], strict=True)
-                ]
-                batch = {
-                    key: value.to(device)
-                    for key, value in processor.collate(features, with_images=False).items()
-                }
-                visual = visual_tokens(rows["image_path"]) if use_visual else None
-                answer_ids = model.generate(
-                    **batch, visual_embeds=visual, max_new_tokens=max_new_tokens
-                )
-                for index, text in zip(indices, processor.decode(answer_ids), strict=True):
+            for indices, texts in pool.map(answer, batches):
+                for index, text in zip(indices, texts, strict=True):
                     predictions[index] = text
                 bar.update(len(indices))
     finally:
         model.train(was_training)
     return predictions
+
+
+@contextmanager
+def _one_thread_per_stream(streams: int) -> Iterator[None]:
+    """Torch ops on one thread each while `streams` batches run side by side on the CPU.
+
+    A tiny model's decoder steps are too small for torch's intra-op threads to pay off; whole
+    batches in parallel, one core each, keep every core busy (measured in `make bench`).
+    """
+    threads = torch.get_num_threads()
+    if streams > 1:
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def score_predictions(dataset: Any, predictions: Sequence[str], seconds: float = 0.0) -> EvaluationResult:

@@ -38,6 +38,25 @@ def test_batched_predictions_equal_one_question_at_a_time(model_and_processor, t
         assert batched[index] == alone
 
 
+def test_parallel_batches_answer_as_one_stream_and_restore_the_threads(
+    model_and_processor, tiny_data, tmp_path
+):
+    model, processor = model_and_processor
+    dataset = load_split(tiny_data, "val").select(range(12))
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one_stream = predict(model, processor, dataset, batch_size=3, cache_dir=tmp_path,
+                             progress=False)
+        torch.set_num_threads(2)
+        two_streams = predict(model, processor, dataset, batch_size=3, cache_dir=tmp_path,
+                              progress=False)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(threads)
+    assert two_streams == one_stream
+
+
 def test_evaluate_scores_every_question_with_breakdowns(model_and_processor, tiny_data, tmp_path):
     model, processor = model_and_processor
     dataset = load_split(tiny_data, "test")
