@@ -127,10 +127,12 @@ def test_checkpoint_is_the_base_architecture_and_loads(preset: str, preset_runs,
         if name.startswith("visual_embedding.image_model."):
             assert torch.equal(trained_state[name], tensor), name
     q = "language_backbone.encoder.block.0.layer.0.SelfAttention.q.weight"
-    k = "language_backbone.encoder.block.0.layer.0.SelfAttention.k.weight"
+    embedding = "language_backbone.shared.weight"
     assert not torch.equal(trained_state[q], base_state[q])  # trained (merged adapter)
     if PRESETS[preset]["method"] == "lora":
-        assert torch.equal(trained_state[k], base_state[k])  # frozen under LoRA
+        assert torch.equal(trained_state[embedding], base_state[embedding])  # frozen under LoRA
+    else:
+        assert not torch.equal(trained_state[embedding], base_state[embedding])
 
 
 def test_lora_sends_far_fewer_bytes_and_nf4_about_seven_times_fewer(preset_runs) -> None:
