@@ -185,7 +185,7 @@ def main() -> None:
     parser.add_argument("--checkpoint", default="base", help="checkpoint directory or `base`")
     parser.add_argument("--data", default=None, help="data directory (default: generate `mini`)")
     parser.add_argument("--split", default="val", choices=["val", "test"])
-    parser.add_argument("--limit", type=int, default=200, help="questions to score (0: all)")
+    parser.add_argument("--limit", type=int, default=0, help="questions to score (0: all)")
     parser.add_argument("--batch-size", type=int, default=32, help="kit batch size")
     parser.add_argument("--rounds", type=int, default=2,
                         help="parts of the questions on which the two loops alternate")
