@@ -41,7 +41,7 @@ def _csv(value: str | None) -> tuple[str, ...] | None:
 @click.option("--max-grad-norm", type=float, help="Clip local gradients to this norm.")
 @click.option("--lora-rank", type=int, help="LoRA rank.")
 @click.option("--lora-alpha", type=float, help="LoRA alpha (default 2 x rank).")
-@click.option("--lora-targets", help="Comma-separated module names that get adapters (default q,v).")
+@click.option("--lora-targets", help="Comma-separated module names that get adapters (T5: q, k, v, o, wi, wo).")
 @click.option("--quantize", type=click.Choice(["none", "nf4"]),
               help="Wire quantisation of every message (nf4: 4 bits + fp32 scale per 64 values).")
 @click.option("--strategy", help=f"Server strategy: one of {', '.join(STRATEGY_NAMES)}.")
