@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from baselines.report import RunReport, markdown_table, plot_anls_vs_bytes, read_run
+from benchmark.figures import new_figure, save_figure
 
 EPSILONS = (1, 4, 8)
 DP_METHODS = ("dp-fedavg", "dp-lora")
@@ -121,12 +122,7 @@ def track2_table(out: Path, fedavg: RunReport | None) -> str:
 
 def plot_anls_vs_epsilon(out: Path, fedavg: RunReport | None, target: Path) -> Path:
     """Val ANLS against epsilon, one line per DP method, FedAvg as a horizontal line."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(figsize=(6, 4))
+    figure, axes = new_figure()
     for method in DP_METHODS:
         points = [(e, full_val_report(out / f"{method}-eps{e}").val_anls) for e in EPSILONS
                   if (out / f"{method}-eps{e}" / "val.json").is_file()]
@@ -139,10 +135,7 @@ def plot_anls_vs_epsilon(out: Path, fedavg: RunReport | None, target: Path) -> P
     axes.set_xticks(EPSILONS)
     axes.grid(True, alpha=0.3)
     axes.legend()
-    figure.tight_layout()
-    figure.savefig(target, dpi=120)
-    plt.close(figure)
-    return target
+    return save_figure(figure, target)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

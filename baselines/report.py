@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmark.figures import new_figure, save_figure
+
 
 @dataclass(frozen=True)
 class RunReport:
@@ -109,12 +111,7 @@ def plot_anls_vs_bytes(reports: Sequence[RunReport], out: str | Path) -> Path:
     Returns:
         The written path.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(figsize=(6, 4))
+    figure, axes = new_figure()
     for report in reports:
         if report.curve:
             xs, ys = zip(*report.curve, strict=True)
@@ -125,12 +122,7 @@ def plot_anls_vs_bytes(reports: Sequence[RunReport], out: str | Path) -> Path:
     axes.grid(True, alpha=0.3)
     if any(report.curve for report in reports):
         axes.legend()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    figure.tight_layout()
-    figure.savefig(out, dpi=120)
-    plt.close(figure)
-    return out
+    return save_figure(figure, out)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -10,6 +10,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from benchmark.figures import new_figure, save_figure
 from benchmark.pretraining.heldout import TARGET_ANLS
 from benchmark.pretraining.trainer import CURVE
 
@@ -25,13 +26,8 @@ def read_curve(run_dir: str | Path) -> list[dict]:
 
 def plot_curve(entries: Sequence[dict], out: str | Path) -> Path:
     """Held-out value ANLS (as is and with moved layouts) against steps, with the target line."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     steps = [entry["step"] for entry in entries]
-    figure, axes = plt.subplots(figsize=(6, 4))
+    figure, axes = new_figure()
     axes.plot(steps, [entry["heldout_value_anls"] for entry in entries], label="held-out values")
     moved = [entry.get("heldout_value_anls_moved_layout") for entry in entries]
     if all(value is not None for value in moved):
@@ -42,12 +38,7 @@ def plot_curve(entries: Sequence[dict], out: str | Path) -> Path:
     axes.set_ylim(0, 1)
     axes.grid(True, alpha=0.3)
     axes.legend(loc="upper left")
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    figure.tight_layout()
-    figure.savefig(out, dpi=120)
-    plt.close(figure)
-    return out
+    return save_figure(figure, out)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
