@@ -1,17 +1,20 @@
-"""Answer scoring: ANLS and exact-match accuracy.
+"""Answer scoring: ANLS and exact-match accuracy, exactly as the competition scored them.
 
 ANLS (Average Normalized Levenshtein Similarity) is the DocVQA metric of
 Biten et al., "Scene Text Visual Question Answering", ICCV 2019
-(https://arxiv.org/abs/1905.13648). For one question with gold answers
-``a_1..a_n`` and prediction ``p``::
+(https://arxiv.org/abs/1905.13648). The rules here are those of the official
+PFL-DocVQA starter kit's `metrics.py` (rubenpt91/PFL-DocVQA-Competition), which
+produced the published leaderboard; they differ from the paper's formula at the
+threshold. For one question with gold answers ``a_1..a_n`` and prediction ``p``,
+all lower-cased and stripped of surrounding whitespace::
 
-    NL(p, a)  = levenshtein(p, a) / max(len(p), len(a))
-    s(p, a)   = 1 - NL(p, a)   if NL(p, a) < tau else 0      (tau = 0.5)
-    ANLS(p)   = max_i s(p, a_i)
+    sim(p, a) = 1 - levenshtein(p, a) / max(len(p), len(a))
+    m         = max_i sim(p, a_i)
+    ANLS(p)   = m   if m >= 0.5 else 0          (the paper: 0 at NL = 0.5)
 
-Comparison is case-insensitive with surrounding whitespace stripped. An
-empty prediction scores 0, even against an empty gold answer. Accuracy is
-exact match after the same normalisation.
+An empty prediction scores ANLS 0, and so does the prediction "none".
+Accuracy is exact match after the same normalisation: "none" scores 0, and an
+empty prediction equal to an empty gold answer counts as accurate.
 
 These are pure functions: the training engine and the scoring worker import
 the same code.
@@ -25,11 +28,13 @@ import numpy as np
 from rapidfuzz.distance import Levenshtein
 
 ANLS_THRESHOLD = 0.5
+#: The prediction the official metric always scores 0 (its answer for "not answerable").
+NONE_ANSWER = "none"
 
 
 def normalise_answer(text: str) -> str:
-    """Lower-case and strip surrounding whitespace, as the ANLS definition does."""
-    return text.strip().lower()
+    """Lower-case and strip surrounding whitespace, as the official metric does."""
+    return text.lower().strip()
 
 
 def _as_answer_list(answers: str | Iterable[str]) -> list[str]:
@@ -48,7 +53,7 @@ def anls_score(prediction: str, answers: str | Sequence[str], *, threshold: floa
     Args:
         prediction: The model's answer.
         answers: One gold answer or a list of them (the best match counts).
-        threshold: Normalised distance at or above which the score is 0 (tau, 0.5).
+        threshold: Smallest similarity that is kept (0.5); below it the score is 0.
 
     Returns:
         A score in [0, 1].
@@ -63,19 +68,22 @@ def anls_score(prediction: str, answers: str | Sequence[str], *, threshold: floa
     if not gold:
         raise ValueError("a question needs at least one gold answer to be scored")
     predicted = normalise_answer(prediction)
-    if not predicted:
+    if not predicted or predicted == NONE_ANSWER:
         return 0.0
-    best = 0.0
-    for answer in gold:
-        reference = normalise_answer(answer)
-        distance = Levenshtein.normalized_distance(predicted, reference)
-        score = 1.0 - distance if distance < threshold else 0.0
-        best = max(best, score)
-    return best
+    best = max(_similarity(predicted, normalise_answer(answer)) for answer in gold)
+    return best if best >= threshold else 0.0
+
+
+def _similarity(predicted: str, reference: str) -> float:
+    """1 - edit distance / longer length, computed as the official code does (same float)."""
+    return 1 - Levenshtein.distance(predicted, reference) / max(len(predicted), len(reference))
 
 
 def exact_match(prediction: str, answers: str | Sequence[str]) -> float:
     """1.0 when the normalised prediction equals one normalised gold answer, else 0.0.
+
+    As in the official code, the prediction "none" scores 0 and an empty prediction
+    equal to an empty gold answer scores 1.
 
     Raises:
         ValueError: If there is no gold answer.
@@ -86,7 +94,7 @@ def exact_match(prediction: str, answers: str | Sequence[str]) -> float:
     if not gold:
         raise ValueError("a question needs at least one gold answer to be scored")
     predicted = normalise_answer(prediction)
-    if not predicted:
+    if predicted == NONE_ANSWER:
         return 0.0
     return float(any(predicted == normalise_answer(answer) for answer in gold))
 
