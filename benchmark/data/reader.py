@@ -159,7 +159,9 @@ def features() -> datasets.Features:
             "question": datasets.Value("string"),
             "answers": datasets.Sequence(datasets.Value("string")),
             "ocr_tokens": datasets.Sequence(datasets.Value("string")),
-            "ocr_boxes": datasets.Sequence(datasets.Sequence(datasets.Value("float32"), length=4)),
+            # float64: bucket ids are truncated from the stored coordinates, as the public code
+            # does; a float32 round trip would move 0.99999999 to 1.0 (another bucket)
+            "ocr_boxes": datasets.Sequence(datasets.Sequence(datasets.Value("float64"), length=4)),
             "image_path": datasets.Value("string"),
             "provider": datasets.Value("string"),
             "client": datasets.Value("int32"),
@@ -236,7 +238,7 @@ def load_split(
         columns["question"].append(str(record["question"]))
         columns["answers"].append(_answers(record.get("answers"), where))
         columns["ocr_tokens"].append([str(t) for t in record["ocr_tokens"]])
-        columns["ocr_boxes"].append(boxes.astype(np.float32).tolist())
+        columns["ocr_boxes"].append(boxes.tolist())
         columns["image_path"].append(str(image_path))
         columns["provider"].append(provider)
         columns["client"].append(-1 if client is None else int(client))

@@ -14,6 +14,14 @@ from transformers import BeitConfig, PretrainedConfig, T5Config
 
 #: Bucket ids of the box given to every prompt token: the whole page in the 0-1000 space.
 PROMPT_BOX: tuple[int, int, int, int] = (0, 0, 1000, 1000)
+#: PIL's resampling filters by name, with the integer codes image processors record
+#: (`preprocessor_config.json`'s `resample`: 0 nearest, 2 bilinear, 3 bicubic, ...).
+RESAMPLE_FILTERS: dict[str, int] = {
+    "nearest": 0, "lanczos": 1, "bilinear": 2, "bicubic": 3, "box": 4, "hamming": 5,
+}
+#: The DiT image processor's normalisation (mean and std 0.5 per channel).
+DIT_IMAGE_MEAN = (0.5, 0.5, 0.5)
+DIT_IMAGE_STD = (0.5, 0.5, 0.5)
 
 
 class VT5Config(PretrainedConfig):
@@ -29,8 +37,18 @@ class VT5Config(PretrainedConfig):
             to integer bucket ids. The public vt5-base checkpoint was trained with 1 (no
             rescaling, so every coordinate became 0 or 1); the kit's models use 1000.
         max_input_tokens: text tokens per question (prompt + OCR + EOS), 512 in the reference.
-        max_answer_tokens: bound on generated answer tokens (EOS included).
+        max_answer_tokens: bound on generated answer tokens (EOS included). The public code
+            generated with transformers' default `max_length` 20, which counts the decoder
+            start token: 19 answer tokens.
         use_visual: append the projected image tokens to the encoder input.
+        lowercase_text: lower-case the OCR words and the target answers before tokenising
+            (the question is kept as it is). The public code's dataset class did, so a
+            checkpoint trained by it expects lower-cased words; the kit's base keeps the case.
+        image_resample: PIL filter that resizes the page image to `image_size` ("bilinear" in
+            the DiT image processor the public checkpoint was trained with, `resample: 2`;
+            "bicubic" for the kit's base).
+        image_mean: per-channel mean subtracted from the [0, 1] pixels (DiT: 0.5).
+        image_std: per-channel standard deviation the pixels are divided by (DiT: 0.5).
     """
 
     model_type = "vt5"
@@ -43,6 +61,10 @@ class VT5Config(PretrainedConfig):
     max_input_tokens: int = 512
     max_answer_tokens: int = 20
     use_visual: bool = True
+    lowercase_text: bool = False
+    image_resample: str = "bicubic"
+    image_mean: list[float] | None = None
+    image_std: list[float] | None = None
     layer_norm_eps: float = 1e-12
     hidden_dropout_prob: float = 0.1
     is_encoder_decoder: bool = True
@@ -77,6 +99,18 @@ class VT5Config(PretrainedConfig):
             raise ValueError(
                 f"VT5Config.visual_config must describe a BEiT/DiT model, got model_type "
                 f"{self.visual_config['model_type']!r}"
+            )
+        self.image_mean = [float(v) for v in (self.image_mean or DIT_IMAGE_MEAN)]
+        self.image_std = [float(v) for v in (self.image_std or DIT_IMAGE_STD)]
+        if len(self.image_mean) != 3 or len(self.image_std) != 3 or min(self.image_std) <= 0:
+            raise ValueError(
+                "VT5Config.image_mean and image_std need three values (one per RGB channel), "
+                f"positive standard deviations; got {self.image_mean} and {self.image_std}"
+            )
+        if self.image_resample not in RESAMPLE_FILTERS:
+            raise ValueError(
+                f"VT5Config.image_resample is {self.image_resample!r}; use one of "
+                f"{', '.join(RESAMPLE_FILTERS)}"
             )
         if self.box_scale <= 0:
             raise ValueError(f"VT5Config.box_scale must be positive, got {self.box_scale}")

@@ -1,21 +1,63 @@
 """Turn a checkpoint of the public VT5 code (e.g. `rubentito/vt5-base-spdocvqa`) into a kit one.
 
-The public code saves its model with a plain T5 `config.json` (model_type "t5", the DiT settings
-live in its experiment YAML) and the state dict that `VT5ForConditionalGeneration` already uses.
-Conversion writes a `VT5Config` (T5 settings from the file, DiT-base for the image encoder, box
-scale 1 as the public code had no rescaling) next to the same weights and tokenizer files.
+The public code (rubenpt91/PFL-DocVQA-Competition, `models/VT5.py`) saves a plain T5
+`config.json` (model_type "t5") and the state dict of its `HF_VT5`, usually as
+`pytorch_model.bin`; the DiT image encoder it loads is a separate BEiT directory (its YAML's
+`visual_module.model_weights`, `microsoft/dit-base-finetuned-rvlcdip`) whose
+`preprocessor_config.json` decides how pages are resized. Its pipeline also lower-cases OCR words
+and answers, casts [0, 1] boxes to integer buckets without rescaling, and generates with
+transformers' default `max_length` 20 (19 answer tokens). Conversion records all of that in the
+kit's `VT5Config`, so that every consumer of the checkpoint (training, `pflkit evaluate`, the
+bench, the scoring worker) reads the same settings.
+
+What is read from the checkpoint rather than assumed:
+- the BEiT architecture flags (`use_mask_token`, `use_mean_pooling`, absolute or relative
+  positions, layer scale) and sizes come from the DiT `config.json` when one is given, and are
+  checked against the tensors; without one they are read off the tensors themselves;
+- the resize filter, normalisation and image size come from `preprocessor_config.json`;
+- the tied T5 embedding may be stored under any of its four names (`shared`, encoder and
+  decoder `embed_tokens`, `lm_head` when tied); all copies must be equal and one is kept.
+
+`pytorch_model.bin` is read with `torch.load(weights_only=True)`: it is the organisers' own
+file, and this path is never reachable from an upload (submissions are safetensors only).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmark.model.checkpoint import WEIGHTS_NAME, CheckpointError, validate_checkpoint_dir
-from benchmark.model.configuration_vt5 import VT5Config
-from benchmark.model.presets import DIT_BASE
+import torch
+
+from benchmark.model.checkpoint import (
+    CONFIG_NAME,
+    WEIGHTS_NAME,
+    CheckpointError,
+    expected_tensor_spec,
+    validate_checkpoint_dir,
+)
+from benchmark.model.configuration_vt5 import RESAMPLE_FILTERS, VT5Config
+
+PICKLE_WEIGHTS_NAME = "pytorch_model.bin"
+PREPROCESSOR_NAME = "preprocessor_config.json"
+#: Answer tokens the public code generates: transformers' default max_length 20 minus the
+#: decoder start token.
+PUBLIC_MAX_ANSWER_TOKENS = 19
+#: T5Tokenizer's default number of `<extra_id_N>` sentinels.
+T5_EXTRA_IDS = 100
+VISUAL_PREFIX = "visual_embedding.image_model."
+#: The names under which the public code's state dict stores the one tied T5 embedding.
+TIED_EMBEDDING_NAMES = (
+    "language_backbone.shared.weight",
+    "language_backbone.encoder.embed_tokens.weight",
+    "language_backbone.decoder.embed_tokens.weight",
+    "language_backbone.lm_head.weight",
+)
 
 _T5_KEYS = (
     "vocab_size", "d_model", "d_kv", "d_ff", "num_layers", "num_decoder_layers", "num_heads",
@@ -23,68 +65,366 @@ _T5_KEYS = (
     "layer_norm_epsilon", "initializer_factor", "feed_forward_proj", "pad_token_id",
     "eos_token_id", "decoder_start_token_id", "tie_word_embeddings",
 )
-_TOKENIZER_FILES = ("spiece.model", "tokenizer.json", "tokenizer_config.json",
-                    "special_tokens_map.json")
+_BEIT_KEYS = (
+    "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
+    "hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range", "layer_norm_eps",
+    "image_size", "patch_size", "num_channels", "use_mask_token",
+    "use_absolute_position_embeddings", "use_relative_position_bias",
+    "use_shared_relative_position_bias", "layer_scale_init_value", "drop_path_rate",
+    "use_mean_pooling",
+)
+_TOKENIZER_FILES = ("spiece.model", "tokenizer_config.json", "special_tokens_map.json")
+_MAX_JSON_BYTES = 1024 * 1024
+
+
+@dataclass
+class ConversionReport:
+    """What a conversion read, checked and recorded (printed by `pflkit model convert`)."""
+
+    config: VT5Config
+    weights_file: str
+    tensors: int
+    tied_names: list[str] = field(default_factory=list)
+    cast_to_float32: list[str] = field(default_factory=list)
+    visual_source: str = ""
+    image_source: str = ""
+
+    def lines(self) -> list[str]:
+        """Human-readable summary, one fact per line."""
+        config = self.config
+        return [
+            f"weights: {self.weights_file} ({self.tensors} tensors)",
+            "tied T5 embedding stored as "
+            + (", ".join(name.removeprefix("language_backbone.") for name in self.tied_names)
+               or "(none found)")
+            + ": all equal, kept once as language_backbone.shared.weight",
+            f"cast to float32: {len(self.cast_to_float32)} tensor(s)",
+            f"image encoder: {self.visual_source}",
+            f"image processing: {self.image_source}",
+            f"recorded settings: box_scale={config.box_scale:g}, "
+            f"lowercase_text={config.lowercase_text}, image_resample={config.image_resample}, "
+            f"image_size={config.image_size}, image_mean={config.image_mean}, "
+            f"image_std={config.image_std}, max_answer_tokens={config.max_answer_tokens}, "
+            f"max_input_tokens={config.max_input_tokens}",
+        ]
 
 
 def convert_reference_checkpoint(
     source: str | Path,
     target: str | Path,
     *,
-    visual_config: dict[str, Any] | None = None,
+    visual_dir: str | Path | None = None,
+    visual_config: Mapping[str, Any] | None = None,
     box_scale: float = 1.0,
 ) -> VT5Config:
     """Write a kit checkpoint directory from a public-VT5-code checkpoint directory.
 
     Args:
-        source: directory with the T5 `config.json`, `model.safetensors` and the tokenizer.
+        source: directory with the T5 `config.json`, `pytorch_model.bin` or
+            `model.safetensors`, and the tokenizer (`spiece.model`, `tokenizer_config.json`).
         target: the kit checkpoint directory to write (must not exist).
-        visual_config: `BeitConfig` settings of the image encoder (default: DiT-base).
+        visual_dir: the DiT directory the public code loaded (`config.json`, and
+            `preprocessor_config.json` unless the source has one).
+        visual_config: `BeitConfig` settings of the image encoder, instead of `visual_dir`.
         box_scale: box scaling the checkpoint was trained with (1 for the public code).
 
     Returns:
         The written configuration.
 
     Raises:
-        CheckpointError: if the source is not a T5-config checkpoint with safetensors weights,
-            or the weights do not match the configuration.
+        CheckpointError: if a file is missing or unreadable, the weights hold anything but
+            tensors, tied copies differ, or configs and tensors disagree.
         FileExistsError: if the target exists.
     """
+    return convert_public_checkpoint(
+        source, target, visual_dir=visual_dir, visual_config=visual_config, box_scale=box_scale
+    ).config
+
+
+def convert_public_checkpoint(
+    source: str | Path,
+    target: str | Path,
+    *,
+    visual_dir: str | Path | None = None,
+    visual_config: Mapping[str, Any] | None = None,
+    box_scale: float = 1.0,
+) -> ConversionReport:
+    """`convert_reference_checkpoint`, returning the full report of what was done."""
     source, target = Path(source), Path(target)
-    config_path = source / "config.json"
-    if not config_path.is_file():
-        raise CheckpointError(f"{config_path}: missing")
-    raw = json.loads(config_path.read_text(encoding="utf-8"))
+    if target.exists():
+        raise FileExistsError(f"{target}: already exists; choose a new directory")
+    raw = _read_json(source / CONFIG_NAME)
     if raw.get("model_type") != "t5":
         raise CheckpointError(
-            f"{config_path}: model_type is {raw.get('model_type')!r}; the public VT5 code saves a "
-            "T5 config (model_type 't5')"
+            f"{source / CONFIG_NAME}: model_type is {raw.get('model_type')!r}; the public VT5 "
+            "code saves a T5 config (model_type 't5')"
         )
-    if not (source / WEIGHTS_NAME).is_file():
-        raise CheckpointError(
-            f"{source / WEIGHTS_NAME}: missing; only safetensors weights are read (convert a "
-            "trusted pytorch_model.bin with safetensors first)"
-        )
-    if target.exists():
-        raise FileExistsError(f"{target}: already exists")
+    state_dict, weights_file = _read_public_weights(source)
+    visual_keys = {
+        name.removeprefix(VISUAL_PREFIX): tuple(tensor.shape)
+        for name, tensor in state_dict.items() if name.startswith(VISUAL_PREFIX)
+    }
+    beit, visual_source = _visual_config(visual_dir, visual_config, visual_keys)
+    image, image_source = _image_settings(source, visual_dir, beit)
     config = VT5Config(
         language_config={key: raw[key] for key in _T5_KEYS if key in raw},
-        visual_config=dict(visual_config if visual_config is not None else DIT_BASE),
+        visual_config=beit,
         max_2d_position_embeddings=raw.get("max_2d_position_embeddings", 1024),
         box_scale=box_scale,
+        max_input_tokens=int(raw.get("max_input_tokens", 512)),
+        max_answer_tokens=PUBLIC_MAX_ANSWER_TOKENS,
+        lowercase_text=True,
+        **image,
     )
+    spec = expected_tensor_spec(config)
+    tied = _fold_tied_embedding(state_dict, spec, source / weights_file)
+    cast = [name for name, tensor in state_dict.items()
+            if tensor.is_floating_point() and tensor.dtype != torch.float32]
+    state_dict = {name: tensor.float() if name in cast else tensor.contiguous()
+                  for name, tensor in state_dict.items()}
+    _write_atomically(source, target, config, state_dict)
+    return ConversionReport(
+        config=config, weights_file=weights_file, tensors=len(state_dict), tied_names=tied,
+        cast_to_float32=cast, visual_source=visual_source, image_source=image_source,
+    )
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    """A JSON object from a small file, with errors that name it."""
+    if not path.is_file():
+        raise CheckpointError(f"{path}: missing")
+    if path.stat().st_size > _MAX_JSON_BYTES:
+        raise CheckpointError(f"{path}: larger than {_MAX_JSON_BYTES} bytes")
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise CheckpointError(f"{path}: not valid JSON ({error})") from None
+    if not isinstance(value, dict):
+        raise CheckpointError(f"{path}: expected a JSON object, found {type(value).__name__}")
+    return value
+
+
+def _read_public_weights(source: Path) -> tuple[dict[str, torch.Tensor], str]:
+    """The state dict of `model.safetensors` or (trusted) `pytorch_model.bin`."""
+    if (source / WEIGHTS_NAME).is_file():
+        from safetensors.torch import load_file
+
+        try:
+            return dict(load_file(str(source / WEIGHTS_NAME))), WEIGHTS_NAME
+        except Exception as error:  # safetensors raises its own error types
+            raise CheckpointError(f"{source / WEIGHTS_NAME}: unreadable ({error})") from None
+    path = source / PICKLE_WEIGHTS_NAME
+    if not path.is_file():
+        raise CheckpointError(
+            f"{source}: no {WEIGHTS_NAME} or {PICKLE_WEIGHTS_NAME}; point at the directory of the "
+            "public checkpoint (config.json, pytorch_model.bin, spiece.model)"
+        )
+    try:
+        loaded = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # weights_only refuses anything but tensors and plain containers
+        raise CheckpointError(
+            f"{path}: cannot be read as a plain state dict with torch.load(weights_only=True) "
+            f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"
+        ) from None
+    if not isinstance(loaded, Mapping):
+        raise CheckpointError(
+            f"{path}: holds a {type(loaded).__name__}, not a state dict (a mapping from "
+            "parameter names to tensors)"
+        )
+    for name, value in loaded.items():
+        if not isinstance(name, str) or not isinstance(value, torch.Tensor):
+            raise CheckpointError(
+                f"{path}: entry {name!r} is a {type(value).__name__}, not a tensor; a checkpoint "
+                "file must hold only named tensors"
+            )
+    return dict(loaded), PICKLE_WEIGHTS_NAME
+
+
+def _fold_tied_embedding(
+    state_dict: dict[str, torch.Tensor], spec: Mapping[str, Any], where: Path
+) -> list[str]:
+    """Keep one copy of the tied T5 embedding, after checking that every stored copy is equal.
+
+    Returns:
+        The tied names the file held.
+    """
+    kept = TIED_EMBEDDING_NAMES[0]
+    tied_names = [name for name in TIED_EMBEDDING_NAMES
+                  if name in state_dict and (name == kept or name not in spec)]
+    if not tied_names:
+        return []
+    reference = state_dict[tied_names[0]]
+    for name in tied_names[1:]:
+        if state_dict[name].shape != reference.shape or not torch.equal(state_dict[name], reference):
+            raise CheckpointError(
+                f"{where}: {name} differs from {tied_names[0]}; the T5 embedding is tied, so all "
+                "its copies must be equal (this file was not saved by the public VT5 code)"
+            )
+    state_dict[kept] = reference
+    for name in tied_names:
+        if name != kept:
+            del state_dict[name]
+    return tied_names
+
+
+def _visual_config(
+    visual_dir: str | Path | None,
+    visual_config: Mapping[str, Any] | None,
+    tensors: Mapping[str, tuple[int, ...]],
+) -> tuple[dict[str, Any], str]:
+    """The BEiT settings: from the DiT config when given, checked against the tensors."""
+    from transformers import BeitConfig
+
+    from_tensors = beit_settings_from_tensors(tensors)
+    if visual_dir is not None:
+        path = Path(visual_dir) / CONFIG_NAME
+        raw = _read_json(path)
+        if raw.get("model_type") not in (None, "beit"):
+            raise CheckpointError(
+                f"{path}: model_type is {raw.get('model_type')!r}; the image encoder is a "
+                "BEiT/DiT model"
+            )
+        # a key the file leaves out takes BeitConfig's default, as in the public code's loader
+        defaults = BeitConfig().to_dict()
+        given = {key: raw.get(key, defaults[key]) for key in _BEIT_KEYS if key in raw or key in defaults}
+        origin = str(path)
+    elif visual_config is not None:
+        given, origin = {key: value for key, value in visual_config.items()
+                         if key != "model_type"}, "the given visual_config"
+    else:
+        heads = {"num_attention_heads": max(1, from_tensors["hidden_size"] // 64)}
+        return ({**heads, **from_tensors},
+                "architecture read off the checkpoint's tensors (no DiT config given; 64 "
+                "dimensions per attention head, the BEiT/DiT convention)")
+    for key, value in from_tensors.items():
+        if key in given and given[key] != value:
+            raise CheckpointError(
+                f"{origin}: {key} is {given[key]!r} but the checkpoint's image-encoder tensors "
+                f"say {value!r}; pass the DiT config the checkpoint was trained with"
+            )
+    return {**from_tensors, **given}, origin
+
+
+def beit_settings_from_tensors(tensors: Mapping[str, tuple[int, ...]]) -> dict[str, Any]:
+    """BEiT settings that a state dict of `BeitModel` determines by itself.
+
+    Args:
+        tensors: `{name without the image-model prefix: shape}`.
+
+    Returns:
+        Sizes and flags (`use_mask_token`, `use_mean_pooling`, absolute/relative positions,
+        layer scale). The head count is not among them: no tensor shape determines it.
+
+    Raises:
+        CheckpointError: if the tensors are not those of a BEiT encoder.
+    """
+    try:
+        hidden = tensors["embeddings.cls_token"][-1]
+        patch = tensors["embeddings.patch_embeddings.projection.weight"][-1]
+    except KeyError as missing:
+        raise CheckpointError(
+            f"the checkpoint has no image-encoder tensor {VISUAL_PREFIX}{missing.args[0]}; it is "
+            "not a VT5 checkpoint with a BEiT/DiT image encoder"
+        ) from None
+    layers = {int(name.split(".")[2]) for name in tensors if name.startswith("encoder.layer.")}
+    settings: dict[str, Any] = {
+        "hidden_size": hidden,
+        "patch_size": patch,
+        "num_hidden_layers": len(layers),
+        "use_mask_token": "embeddings.mask_token" in tensors,
+        "use_absolute_position_embeddings": "embeddings.position_embeddings" in tensors,
+        "use_relative_position_bias": any(
+            ".attention.attention.relative_position_bias." in name for name in tensors),
+        "use_shared_relative_position_bias": any(
+            name.startswith("encoder.relative_position_bias.") for name in tensors),
+        "use_mean_pooling": "pooler.layernorm.weight" in tensors,
+    }
+    if layers:
+        settings["intermediate_size"] = tensors["encoder.layer.0.intermediate.dense.weight"][0]
+        if "encoder.layer.0.lambda_1" not in tensors:
+            settings["layer_scale_init_value"] = 0.0
+    if settings["use_absolute_position_embeddings"]:
+        side = math.isqrt(tensors["embeddings.position_embeddings"][1] - 1)
+        settings["image_size"] = side * patch
+    return settings
+
+
+def _image_settings(
+    source: Path, visual_dir: str | Path | None, beit: Mapping[str, Any]
+) -> tuple[dict[str, Any], str]:
+    """Resize filter, normalisation and size from the image processor's config."""
+    candidates = [source / PREPROCESSOR_NAME]
+    if visual_dir is not None:
+        candidates.append(Path(visual_dir) / PREPROCESSOR_NAME)
+    path = next((candidate for candidate in candidates if candidate.is_file()), None)
+    if path is None:
+        return (
+            {"image_resample": "bilinear"},
+            "no preprocessor_config.json: the DiT image processor's defaults (bilinear, "
+            "mean and std 0.5)",
+        )
+    raw = _read_json(path)
+    code = raw.get("resample", RESAMPLE_FILTERS["bilinear"])
+    names = {number: name for name, number in RESAMPLE_FILTERS.items()}
+    if code not in names:
+        raise CheckpointError(f"{path}: resample {code!r} is not a PIL filter code (0 to 5)")
+    if raw.get("do_center_crop"):
+        raise CheckpointError(
+            f"{path}: do_center_crop is set; the kit resizes whole pages and has no crop step"
+        )
+    size = raw.get("size", beit.get("image_size", 224))
+    if isinstance(size, Mapping):
+        size = size.get("height", size.get("shortest_edge"))
+    if beit.get("image_size") is not None and size != beit["image_size"]:
+        raise CheckpointError(
+            f"{path}: resizes to {size} px but the image encoder takes "
+            f"{beit['image_size']} px pages"
+        )
+    settings = {"image_resample": names[code]}
+    for key in ("image_mean", "image_std"):
+        if key in raw:
+            settings[key] = list(raw[key])
+    return settings, str(path)
+
+
+def _write_atomically(
+    source: Path, target: Path, config: VT5Config, state_dict: dict[str, torch.Tensor]
+) -> None:
+    """Config, safetensors weights and tokenizer into `target`, complete or not at all."""
+    from safetensors.torch import save_file
+
     staging = target.with_name(f".{target.name}.converting")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     try:
         config.save_pretrained(str(staging))
-        shutil.copyfile(source / WEIGHTS_NAME, staging / WEIGHTS_NAME)
-        for name in _TOKENIZER_FILES:
-            if (source / name).is_file():
-                shutil.copyfile(source / name, staging / name)
+        save_file(state_dict, str(staging / WEIGHTS_NAME), metadata={"format": "pt"})
+        _write_tokenizer(source, staging)
         validate_checkpoint_dir(staging, check_values=False)
         staging.replace(target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return config
+
+
+def _write_tokenizer(source: Path, target: Path) -> None:
+    """Copy the tokenizer files and write `tokenizer.json` with T5Tokenizer's sentinel ids.
+
+    The public code's `T5Tokenizer` appends `extra_ids` (100 by default) sentinels after the
+    SentencePiece pieces, `<extra_id_0>` last; the saved `tokenizer.json` keeps those ids.
+    """
+    from transformers import T5Tokenizer
+
+    for name in _TOKENIZER_FILES:
+        if (source / name).is_file():
+            shutil.copyfile(source / name, target / name)
+    if (source / "tokenizer.json").is_file():
+        shutil.copyfile(source / "tokenizer.json", target / "tokenizer.json")
+        return
+    if not (source / "spiece.model").is_file():
+        raise CheckpointError(f"{source}: no spiece.model or tokenizer.json (the T5 tokenizer)")
+    settings = _read_json(source / "tokenizer_config.json") if (
+        source / "tokenizer_config.json").is_file() else {}
+    extra_ids = int(settings.get("extra_ids", T5_EXTRA_IDS))
+    tokenizer = T5Tokenizer.from_pretrained(str(target), local_files_only=True, extra_ids=extra_ids)
+    tokenizer.save_pretrained(str(target))

@@ -3,7 +3,14 @@
 Input of one question (as in the public VT5 code): the prompt `question: {q}  context: ` without
 its EOS, every prompt token with the box `PROMPT_BOX`; then every OCR word tokenised on its own
 (no EOS), its box repeated for each of its sub-tokens; the sequence cut to `max_input_tokens - 1`
-and EOS (box 0, 0, 0, 0) appended. Boxes are integer bucket ids `int(coordinate * box_scale)`.
+and EOS (box 0, 0, 0, 0) appended. Boxes are integer bucket ids `int(coordinate * box_scale)`,
+truncated from the coordinates as stored (float64, never rounded through float32 first).
+
+What depends on the checkpoint is read from its `VT5Config`, never assumed: whether OCR words
+and answers are lower-cased (`lowercase_text`, as the public code's dataset class did), the page
+resize filter and normalisation (`image_resample`, `image_mean`, `image_std`), the box scale and
+the lengths. Training, evaluation, the bench and the scoring worker all build their processor
+with `VT5Processor.from_config` or `from_pretrained`, so they share these settings.
 
 Tokenisation is split from collation so that a whole split can be tokenised once with
 `datasets.map` (`encode_dataset`, cached on disk) and batches padded only to their own length.
@@ -20,13 +27,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmark.model.configuration_vt5 import PROMPT_BOX, VT5Config
+from benchmark.model.configuration_vt5 import PROMPT_BOX, RESAMPLE_FILTERS, VT5Config
 from benchmark.model.tokenizer import SPIECE_NAME, copy_spiece_model, load_tokenizer
 
 PROMPT_TEMPLATE = "question: {}  context: "
 #: Columns `encode_dataset` adds: token ids, flat boxes (4 ints per token), token count.
 TOKEN_COLUMNS = ("input_ids", "input_boxes", "n_tokens")
-_ENCODING_VERSION = "vt5-inputs-1"
+_ENCODING_VERSION = "vt5-inputs-2"
 
 
 class VT5Processor:
@@ -42,6 +49,8 @@ class VT5Processor:
         image_size: side of the square image given to the image encoder.
         image_mean: per-channel normalisation mean (DiT: 0.5).
         image_std: per-channel normalisation standard deviation (DiT: 0.5).
+        lowercase_text: lower-case OCR words and answers before tokenising.
+        image_resample: PIL filter name of the page resize (`RESAMPLE_FILTERS`).
     """
 
     def __init__(
@@ -56,6 +65,8 @@ class VT5Processor:
         image_size: int = 224,
         image_mean: Sequence[float] = (0.5, 0.5, 0.5),
         image_std: Sequence[float] = (0.5, 0.5, 0.5),
+        lowercase_text: bool = False,
+        image_resample: str = "bicubic",
     ) -> None:
         if max_input_tokens < 2:
             raise ValueError(f"max_input_tokens must be >= 2, got {max_input_tokens}")
@@ -68,6 +79,12 @@ class VT5Processor:
         self.image_size = int(image_size)
         self.image_mean = np.asarray(image_mean, dtype=np.float32).reshape(3, 1, 1)
         self.image_std = np.asarray(image_std, dtype=np.float32).reshape(3, 1, 1)
+        if image_resample not in RESAMPLE_FILTERS:
+            raise ValueError(
+                f"image_resample is {image_resample!r}; use one of {', '.join(RESAMPLE_FILTERS)}"
+            )
+        self.lowercase_text = bool(lowercase_text)
+        self.image_resample = image_resample
         self.pad_token_id = tokenizer.pad_token_id
         self.eos_token_id = tokenizer.eos_token_id
         self._source_dir: Path | None = None
@@ -83,6 +100,10 @@ class VT5Processor:
             max_2d_position_embeddings=config.max_2d_position_embeddings,
             use_visual=config.use_visual,
             image_size=config.image_size,
+            image_mean=config.image_mean,
+            image_std=config.image_std,
+            lowercase_text=config.lowercase_text,
+            image_resample=config.image_resample,
         )
 
     @classmethod
@@ -130,6 +151,7 @@ class VT5Processor:
             "box_scale": self.box_scale,
             "max_input_tokens": self.max_input_tokens,
             "max_bucket": self.max_bucket,
+            "lowercase_text": self.lowercase_text,
             "prompt": PROMPT_TEMPLATE,
         }
         return hashlib.sha256(json.dumps(state, sort_keys=True).encode()).hexdigest()[:16]
@@ -151,6 +173,8 @@ class VT5Processor:
             `input_ids` (list of token id lists), `input_boxes` (flat lists, 4 ids per token)
             and `n_tokens`.
         """
+        if self.lowercase_text:
+            words = [[word.lower() for word in page] for page in words]
         prompts = self.tokenizer(
             [PROMPT_TEMPLATE.format(question) for question in questions],
             add_special_tokens=True,
@@ -194,7 +218,10 @@ class VT5Processor:
         return np.clip(scaled.astype(np.int64), 0, self.max_bucket).tolist()
 
     def encode_answers(self, answers: Sequence[str]) -> list[list[int]]:
-        """Label ids of answers, cut to `max_answer_tokens` with EOS kept last."""
+        """Label ids of answers (lower-cased when `lowercase_text`), cut to `max_answer_tokens`
+        with EOS kept last."""
+        if self.lowercase_text:
+            answers = [answer.lower() for answer in answers]
         encoded = self.tokenizer(list(answers), add_special_tokens=True).input_ids
         limit = self.max_answer_tokens
         return [ids if len(ids) <= limit else ids[: limit - 1] + [self.eos_token_id]
@@ -247,6 +274,8 @@ class VT5Processor:
         """Page image (path or PIL image) as a normalised (3, size, size) float tensor."""
         from PIL import Image
 
+        size = (self.image_size, self.image_size)
+        resample = Image.Resampling(RESAMPLE_FILTERS[self.image_resample])
         if isinstance(image, (str, Path)):
             path = Path(image)
             if not path.is_file():
@@ -255,13 +284,9 @@ class VT5Processor:
                     "split; pass the images directory to the reader if they are elsewhere)"
                 )
             with Image.open(path) as opened:
-                image = opened.convert("RGB").resize(
-                    (self.image_size, self.image_size), Image.Resampling.BICUBIC
-                )
+                image = opened.convert("RGB").resize(size, resample)
         else:
-            image = image.convert("RGB").resize(
-                (self.image_size, self.image_size), Image.Resampling.BICUBIC
-            )
+            image = image.convert("RGB").resize(size, resample)
         pixels = np.asarray(image, dtype=np.float32).transpose(2, 0, 1) / 255.0
         return torch.from_numpy((pixels - self.image_mean) / self.image_std)
 

@@ -264,21 +264,25 @@ def _generate_into(
             **extra,
         }
 
-    def numbered(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    def numbered(split: str, records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Records with their question id and `set_name` (the official loader reads both)."""
         nonlocal question_id
         result = []
         for record in records:
-            result.append({"question_id": question_id, **record})
+            result.append({"question_id": question_id, "set_name": split, **record})
             question_id += 1
         return result
 
     data_points: dict[str, dict[str, list[int]]] = {}
     for client in range(scale.clients):
         records = numbered(
-            r
-            for job, rs in zip(invoice_jobs, invoice_records, strict=True)
-            if job.split == "train" and job.provider.client == client
-            for r in rs
+            "train",
+            (
+                r
+                for job, rs in zip(invoice_jobs, invoice_records, strict=True)
+                if job.split == "train" and job.provider.client == client
+                for r in rs
+            ),
         )
         write_imdb(
             root / "participant" / f"imdb_train_client_{client}.npy",
@@ -293,19 +297,25 @@ def _generate_into(
     write_data_points(root / "participant" / "data_points.json", data_points)
     for split, directory in (("val", "participant"), ("test", "evaluator")):
         records = numbered(
-            r
-            for job, rs in zip(invoice_jobs, invoice_records, strict=True)
-            if job.split == split
-            for r in rs
+            split,
+            (
+                r
+                for job, rs in zip(invoice_jobs, invoice_records, strict=True)
+                if job.split == split
+                for r in rs
+            ),
         )
         write_imdb(root / directory / f"imdb_{split}.npy", header(split), records)
         counts[split] = len(records)
     for split in ("train", "val"):
         records = numbered(
-            r
-            for job, rs in zip(public_jobs, public_records, strict=True)
-            if job.split == split
-            for r in rs
+            split,
+            (
+                r
+                for job, rs in zip(public_jobs, public_records, strict=True)
+                if job.split == split
+                for r in rs
+            ),
         )
         write_imdb(root / "public" / f"imdb_{split}.npy", header(split, corpus="public"), records)
         counts[f"public_{split}"] = len(records)

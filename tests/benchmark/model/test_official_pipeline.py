@@ -1,0 +1,202 @@
+"""A public-layout VT5 checkpoint, converted, answers exactly as the official pipeline does.
+
+The checkpoint is random (the public code's layout: a T5 `config.json`, `pytorch_model.bin`
+with the tied embedding under its four names, `spiece.model`, and a DiT directory whose
+`preprocessor_config.json` asks for bilinear resizing and whose config has no mask token). The
+reference is `official_pipeline.py`, a step-by-step restatement of the starter kit's pipeline that
+shares no code with the kit's input construction or decoding. The records come from a generated
+`tiny` benchmark written in the real layout, plus edge cases: a box coordinate of 0.99999999
+stored as float64, a word that is a sentinel token, upper-case words.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from benchmark.data import load_split
+from benchmark.data.imdb import read_imdb, write_imdb
+from benchmark.evaluation import predict
+from benchmark.model import (
+    VT5ForConditionalGeneration,
+    VT5Processor,
+    load_model,
+    load_processor,
+    load_tokenizer,
+    save_checkpoint,
+    tiny_vt5_config,
+)
+from benchmark.model.checkpoint import CheckpointError
+from benchmark.model.conversion import TIED_EMBEDDING_NAMES, convert_public_checkpoint
+from tests.benchmark.model.official_pipeline import EXTRA_IDS, OfficialPipeline
+
+DIT_FLAGS = {"use_mask_token": False, "use_mean_pooling": True, "image_size": 64,
+             "use_absolute_position_embeddings": True,
+             "patch_size": 16, "hidden_size": 64, "intermediate_size": 128,
+             "num_hidden_layers": 1, "num_attention_heads": 2}
+T5_SMALL = {"d_model": 64, "d_kv": 16, "d_ff": 128, "num_layers": 2, "num_decoder_layers": 2,
+            "num_heads": 4, "initializer_factor": 8.0}
+
+
+def _write_public_layout(root: Path, spiece_dir: Path) -> tuple[Path, Path]:
+    """A random VT5 saved as the public code saves it, and its DiT directory."""
+    from safetensors.torch import load_file, save_file
+
+    import sentencepiece as spm
+
+    n_pieces = spm.SentencePieceProcessor(model_file=str(spiece_dir / "spiece.model")).get_piece_size()
+    config = tiny_vt5_config(
+        n_pieces + EXTRA_IDS, language_config=T5_SMALL, visual_config=DIT_FLAGS,
+        spatial_embedding_dim=None, box_scale=1.0,
+    )
+    torch.manual_seed(7)
+    model = VT5ForConditionalGeneration(config).eval()
+    with torch.no_grad():  # random weights answer "" at once; damp EOS and padding
+        embedding = model.language_backbone.shared.weight
+        embedding[config.pad_token_id] = 0
+        embedding[config.eos_token_id] *= 0.5
+    staging = save_checkpoint(model, VT5Processor.from_config(load_tokenizer(spiece_dir), config)
+                              .with_spiece_model(spiece_dir), root / "kit-layout")
+    state = load_file(str(staging / "model.safetensors"))
+    for name in TIED_EMBEDDING_NAMES[1:]:
+        state[name] = state[TIED_EMBEDDING_NAMES[0]].clone()
+    public = root / "public"
+    public.mkdir()
+    torch.save(state, public / "pytorch_model.bin")
+    t5 = {**config.t5_config.to_dict(), "model_type": "t5", "max_2d_position_embeddings": 1024,
+          "architectures": ["HF_VT5"]}
+    (public / "config.json").write_text(json.dumps(t5))
+    shutil.copyfile(spiece_dir / "spiece.model", public / "spiece.model")
+    (public / "tokenizer_config.json").write_text(json.dumps({"extra_ids": EXTRA_IDS}))
+    dit = root / "dit"
+    dit.mkdir()
+    (dit / "config.json").write_text(json.dumps({"model_type": "beit", **DIT_FLAGS}))
+    (dit / "preprocessor_config.json").write_text(json.dumps({
+        "do_resize": True, "size": 64, "resample": 2, "do_center_crop": False,
+        "do_normalize": True, "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5],
+        "image_processor_type": "BeitImageProcessor",
+    }))
+    visual = {name.removeprefix("visual_embedding.image_model."): tensor
+              for name, tensor in state.items() if name.startswith("visual_embedding.image_model.")}
+    save_file(visual, str(dit / "model.safetensors"), metadata={"format": "pt"})
+    shutil.rmtree(staging)
+    return public, dit
+
+
+def _edge_case_split(tiny_benchmark: Path, root: Path) -> Path:
+    """The tiny val records (first 40) plus edge cases, in the real layout."""
+    source = tiny_benchmark / "participant"
+    header, records = read_imdb(source / "imdb_val.npy")
+    records = [dict(record) for record in records[:40]]
+    edge = dict(records[0])
+    boxes = np.asarray(edge["ocr_normalized_boxes"], dtype=np.float64).copy()
+    boxes[0] = [0.99999999, 0.5, 0.99999999, 0.99999999]
+    edge["ocr_normalized_boxes"] = boxes
+    edge["ocr_tokens"] = ["<extra_id_0>", "TOTAL"] + list(edge["ocr_tokens"][2:])
+    edge["question_id"] = 10_000
+    records.append(edge)
+    target = root / "data"
+    target.mkdir()
+    write_imdb(target / "imdb_val.npy", header, records)
+    (target / "images").symlink_to(source / "images")
+    return target
+
+
+@pytest.fixture(scope="module")
+def public_checkpoint(tmp_path_factory, spiece_dir) -> tuple[Path, Path]:
+    return _write_public_layout(tmp_path_factory.mktemp("public-vt5"), spiece_dir)
+
+
+def test_conversion_reads_the_public_layout_and_records_its_settings(public_checkpoint, tmp_path):
+    public, dit = public_checkpoint
+    report = convert_public_checkpoint(public, tmp_path / "kit", visual_dir=dit)
+    config = report.config
+    assert report.weights_file == "pytorch_model.bin"
+    assert report.tied_names == list(TIED_EMBEDDING_NAMES)
+    assert config.lowercase_text is True and config.image_resample == "bilinear"
+    assert config.max_answer_tokens == 19 and config.box_scale == 1.0
+    assert config.visual_config["use_mask_token"] is False
+    assert config.image_size == 64
+    text = "\n".join(report.lines())
+    assert "lowercase_text=True" in text and "image_resample=bilinear" in text
+    tokenizer = load_tokenizer(tmp_path / "kit")
+    pieces = len(tokenizer) - EXTRA_IDS
+    assert tokenizer.convert_tokens_to_ids("<extra_id_0>") == pieces + EXTRA_IDS - 1
+    assert tokenizer.convert_tokens_to_ids("<extra_id_99>") == pieces
+
+
+def test_without_a_dit_config_the_flags_are_read_off_the_tensors(public_checkpoint, tmp_path):
+    public, _ = public_checkpoint
+    config = convert_public_checkpoint(public, tmp_path / "kit").config
+    assert config.visual_config["use_mask_token"] is False
+    assert config.visual_config["use_mean_pooling"] is True
+    assert config.image_size == 64 and config.image_resample == "bilinear"
+
+
+def test_a_dit_config_that_contradicts_the_tensors_is_refused(public_checkpoint, tmp_path):
+    public, dit = public_checkpoint
+    wrong = tmp_path / "dit"
+    shutil.copytree(dit, wrong)
+    (wrong / "config.json").write_text(json.dumps({"model_type": "beit", **DIT_FLAGS,
+                                                   "use_mask_token": True}))
+    with pytest.raises(CheckpointError, match="use_mask_token is True but"):
+        convert_public_checkpoint(public, tmp_path / "kit", visual_dir=wrong)
+    assert not (tmp_path / "kit").exists()
+
+
+def test_unequal_tied_copies_and_non_tensor_bins_are_refused(public_checkpoint, tmp_path):
+    public, dit = public_checkpoint
+    state = torch.load(public / "pytorch_model.bin", weights_only=True)
+    bad = tmp_path / "bad"
+    shutil.copytree(public, bad)
+    state["language_backbone.lm_head.weight"] = state["language_backbone.lm_head.weight"] + 1
+    torch.save(state, bad / "pytorch_model.bin")
+    with pytest.raises(CheckpointError, match="lm_head.weight differs"):
+        convert_public_checkpoint(bad, tmp_path / "kit", visual_dir=dit)
+    torch.save({"weights": state, "epoch": 3}, bad / "pytorch_model.bin")
+    with pytest.raises(CheckpointError, match="'weights' is a dict, not a tensor"):
+        convert_public_checkpoint(bad, tmp_path / "kit", visual_dir=dit)
+    torch.save({"step": 3, **state}, bad / "pytorch_model.bin")
+    with pytest.raises(CheckpointError, match="'step' is a int, not a tensor"):
+        convert_public_checkpoint(bad, tmp_path / "kit", visual_dir=dit)
+    assert not (tmp_path / "kit").exists()
+
+
+def test_every_answer_equals_the_official_pipeline_at_batch_size_1(
+    public_checkpoint, tiny_benchmark, tmp_path
+):
+    public, dit = public_checkpoint
+    data = _edge_case_split(tiny_benchmark, tmp_path)
+    convert_public_checkpoint(public, tmp_path / "kit", visual_dir=dit)
+    model, processor = load_model(tmp_path / "kit"), load_processor(tmp_path / "kit")
+    dataset = load_split(data, "val")
+    official = OfficialPipeline(public, dit)
+    samples = official.read_records(data / "imdb_val.npy", data / "images")
+
+    expected = [official.answer(sample)[0].strip() for sample in samples]
+    for batch_size in (1, 8):
+        predictions = predict(model, processor, dataset, batch_size=batch_size, progress=False)
+        differing = [(i, p, e) for i, (p, e) in enumerate(zip(predictions, expected, strict=True))
+                     if p != e]
+        assert not differing, f"batch size {batch_size}: {differing[:5]}"
+    lengths = {len(answer) for answer in expected}
+    assert len(lengths) > 3, "the random model should give answers of several lengths"
+
+    edge = samples[-1]
+    row = processor([dataset[-1]["question"]], [dataset[-1]["ocr_tokens"]],
+                    [dataset[-1]["ocr_boxes"]], images=[dataset[-1]["image_path"]])
+    assert row["boxes"][0, len(official.tokenizer.ids(
+        f"question: {edge['question']}  context: "))].tolist()[:4] == [0, 0, 0, 0]
+    for index in (0, 7, len(samples) - 1):
+        _, official_logits = official.answer(samples[index])
+        record = dataset[index]
+        batch = processor([record["question"]], [record["ocr_tokens"]], [record["ocr_boxes"]],
+                          images=[record["image_path"]])
+        with torch.inference_mode():
+            logits = model(**batch).logits[0, 0]
+        torch.testing.assert_close(logits, official_logits, rtol=1e-4, atol=1e-5)
