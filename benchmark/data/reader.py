@@ -11,8 +11,6 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from benchmark.data.errors import DataError, DataFileNotFoundError
 from benchmark.data.imdb import read_data_points, read_imdb, validate_record
 

@@ -45,9 +45,8 @@ T5_SMALL = {"d_model": 64, "d_kv": 16, "d_ff": 128, "num_layers": 2, "num_decode
 
 def _write_public_layout(root: Path, spiece_dir: Path) -> tuple[Path, Path]:
     """A random VT5 saved as the public code saves it, and its DiT directory."""
-    from safetensors.torch import load_file, save_file
-
     import sentencepiece as spm
+    from safetensors.torch import load_file, save_file
 
     n_pieces = spm.SentencePieceProcessor(model_file=str(spiece_dir / "spiece.model")).get_piece_size()
     config = tiny_vt5_config(
