@@ -16,6 +16,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("benchmark.data.cli", "data"),
     ("benchmark.evaluation.cli", "evaluate"),
     ("benchmark.pretraining.cli", "pretrain"),
+    ("benchmark.model.cli", "model"),
     ("baselines.cli", "train"),
     ("accountant.cli", "dp"),
     ("evaluator.cli", "serve"),

@@ -243,3 +243,23 @@ def test_public_invoices_are_english_and_ask_the_invoice_questions() -> None:
         text = " ".join(doc.pages[0].tokens())
         assert any(title in text for title in english_titles)
         assert not any(f" {title} " in f" {text} " for title in other_titles)
+
+
+def test_every_record_loads_the_way_the_official_dataset_class_reads_it(tiny_dir: Path) -> None:
+    """The starter kit's `PFL_DocVQA.__getitem__` reads these fields, `set_name` eagerly."""
+    files = sorted(tiny_dir.glob("*/imdb_*.npy"))
+    assert len(files) >= 13
+    for path in files:
+        data = np.load(path, allow_pickle=True)
+        split = path.stem.removeprefix("imdb_").split("_client_")[0]
+        for idx, record in enumerate(data[1:]):
+            sample = {
+                "question_id": record.get("question_id", "{:s}-{:d}".format(record["set_name"], idx)),
+                "questions": record["question"],
+                "answers": [record["answers"].lower()],
+                "words": [word.lower() for word in record["ocr_tokens"]],
+                "boxes": np.array([bbox for bbox in record["ocr_normalized_boxes"]]),
+                "image": (path.parent / "images" / "{:s}.jpg".format(record["image_name"])),
+            }
+            assert record["set_name"] == split
+            assert sample["image"].is_file() and sample["boxes"].shape == (len(sample["words"]), 4)

@@ -199,3 +199,29 @@ def test_every_answer_equals_the_official_pipeline_at_batch_size_1(
         with torch.inference_mode():
             logits = model(**batch).logits[0, 0]
         torch.testing.assert_close(logits, official_logits, rtol=1e-4, atol=1e-5)
+
+
+def test_pflkit_model_convert_prints_what_it_did_and_refuses_a_bin_of_objects(
+    public_checkpoint, tmp_path
+):
+    from click.testing import CliRunner
+
+    from pflkit.cli import main
+
+    public, dit = public_checkpoint
+    result = CliRunner().invoke(main, ["model", "convert", str(public), str(tmp_path / "kit"),
+                                       "--visual", str(dit)])
+    assert result.exit_code == 0, result.output
+    assert "pytorch_model.bin" in result.output and "lowercase_text=True" in result.output
+    assert "shared, encoder.embed_tokens.weight" not in result.output
+    assert "shared.weight, encoder.embed_tokens.weight, decoder.embed_tokens.weight, " \
+           "lm_head.weight: all equal" in result.output
+    assert load_model(tmp_path / "kit").config.image_resample == "bilinear"
+
+    bad = tmp_path / "bad"
+    shutil.copytree(public, bad)
+    torch.save({"model": [1, 2, 3]}, bad / "pytorch_model.bin")
+    result = CliRunner().invoke(main, ["model", "convert", str(bad), str(tmp_path / "other")])
+    assert result.exit_code == 1
+    assert "entry 'model' is a list, not a tensor" in result.output
+    assert not (tmp_path / "other").exists()

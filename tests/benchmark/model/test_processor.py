@@ -171,3 +171,41 @@ def test_saved_tokenizer_reloads_identically(processor, tmp_path):
     reloaded = load_tokenizer(tmp_path)
     text = "question: What is the total amount?  context: 1234.50 EUR"
     assert reloaded(text).input_ids == processor.tokenizer(text).input_ids
+
+
+def test_lowercasing_is_a_recorded_setting_that_spares_the_question(processor, records):
+    record = records[0]
+    lowered = VT5Processor(processor.tokenizer, lowercase_text=True)
+    kept = VT5Processor(processor.tokenizer)
+    encoded = lowered.encode_batch([record["question"]], [record["ocr_tokens"]], [record["ocr_boxes"]])
+    by_hand = kept.encode_batch([record["question"]], [[w.lower() for w in record["ocr_tokens"]]],
+                                [record["ocr_boxes"]])
+    assert encoded == by_hand
+    assert encoded != kept.encode_batch([record["question"]], [record["ocr_tokens"]],
+                                        [record["ocr_boxes"]])
+    prompt = processor.tokenizer(f"question: {record['question']}  context: ").input_ids[:-1]
+    assert encoded["input_ids"][0][: len(prompt)] == prompt  # the question keeps its case
+    assert lowered.encode_answers(["INV-12 EUR"]) == kept.encode_answers(["inv-12 eur"])
+    assert lowered.signature != kept.signature
+
+
+def test_the_resize_filter_is_a_recorded_setting(processor, records):
+    from PIL import Image
+
+    path = records[0]["image_path"]
+    bilinear = VT5Processor(processor.tokenizer, image_resample="bilinear", image_size=64)
+    bicubic = VT5Processor(processor.tokenizer, image_resample="bicubic", image_size=64)
+    with Image.open(path) as page:
+        expected = page.convert("RGB").resize((64, 64), Image.Resampling.BILINEAR)
+    pixels = (torch.from_numpy(np.asarray(expected, dtype=np.float32)).permute(2, 0, 1) / 255 - 0.5) / 0.5
+    torch.testing.assert_close(bilinear.load_image(path), pixels)
+    assert not torch.equal(bilinear.load_image(path), bicubic.load_image(path))
+    with pytest.raises(ValueError, match="image_resample is 'cubic'"):
+        VT5Processor(processor.tokenizer, image_resample="cubic")
+
+
+def test_boxes_are_truncated_from_float64_not_rounded_through_float32(processor):
+    proc = VT5Processor(processor.tokenizer, box_scale=1.0)
+    encoded = proc.encode_batch(["q"], [["x"]], [[[0.99999999, 0.5, 0.999999999, 1.0]]])
+    first_word = len(encoded["input_ids"][0]) - 2
+    assert encoded["input_boxes"][0][4 * first_word: 4 * first_word + 4] == [0, 0, 0, 1]
