@@ -41,6 +41,10 @@ import click
     default=None,
     help="Bound on generated answer tokens (default: the checkpoint's).",
 )
+@click.option("--device", default="auto", show_default=True,
+              help="auto (CUDA when present, else CPU), cpu, cuda or cuda:N.")
+@click.option("--precision", type=click.Choice(["fp32", "bf16"]), default="fp32",
+              show_default=True, help="bf16: autocast on the forward passes (not bit-compatible).")
 def evaluate(
     checkpoint: str,
     data_dir: str,
@@ -51,6 +55,8 @@ def evaluate(
     batch_size: int,
     limit: int | None,
     max_answer_tokens: int | None,
+    device: str,
+    precision: str,
 ) -> None:
     """Print ANLS and accuracy of CHECKPOINT (a directory, or `base`) on a split.
 
@@ -63,7 +69,14 @@ def evaluate(
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
+    from benchmark.model.device import resolve_device
+
+    try:
+        torch_device = resolve_device(device)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--device") from None
     model, processor, dataset = load_for_scoring(checkpoint, data_dir, split, images_dir)
+    model.to(torch_device)
     if limit is not None:
         dataset = dataset.select(range(min(limit, len(dataset))))
     try:
@@ -75,6 +88,7 @@ def evaluate(
             progress=True,
             max_new_tokens=max_answer_tokens,
             cache_dir=default_cache_dir(),
+            precision=precision,
         )
     except FileNotFoundError as error:
         raise click.ClickException(str(error)) from None

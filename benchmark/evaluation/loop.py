@@ -32,6 +32,7 @@ from tqdm.auto import tqdm
 from benchmark.evaluation.result import EvaluationResult, Prediction
 from benchmark.metrics import corpus_scores
 from benchmark.model.batching import length_grouped_batches
+from benchmark.model.device import autocast
 
 DEFAULT_BATCH_SIZE = 64
 
@@ -93,6 +94,7 @@ def predict(
     max_batch_tokens: int | None = None,
     cache_dir: str | Path | None = None,
     progress: bool = True,
+    precision: str = "fp32",
 ) -> list[str]:
     """Answer every question of a dataset, in dataset order.
 
@@ -105,6 +107,8 @@ def predict(
         max_batch_tokens: most padded text tokens per batch.
         cache_dir: where the tokenised split is cached (in-memory datasets).
         progress: show progress bars.
+        precision: "fp32", or "bf16" for autocast (`benchmark.model.device`); the model runs
+            on the device its parameters are on.
 
     Returns:
         One predicted answer per question.
@@ -130,7 +134,7 @@ def predict(
             key: value.to(device)
             for key, value in processor.collate(features, with_images=False).items()
         }
-        with torch.inference_mode():
+        with torch.inference_mode(), autocast(device, precision):
             if use_visual:
                 with visual_lock:
                     visual = visual_tokens(rows["image_path"])
@@ -216,6 +220,7 @@ def evaluate(
     max_new_tokens: int | None = None,
     max_batch_tokens: int | None = None,
     cache_dir: str | Path | None = None,
+    precision: str = "fp32",
 ) -> EvaluationResult:
     """Predict and score every question of a dataset.
 
@@ -228,6 +233,7 @@ def evaluate(
         max_new_tokens: bound on answer tokens (default: the model's `max_answer_tokens`).
         max_batch_tokens: most padded text tokens per batch.
         cache_dir: where the tokenised split is cached (in-memory datasets).
+        precision: "fp32", or "bf16" for autocast.
 
     Returns:
         ANLS and accuracy overall, per distribution and per question type, with every prediction.
@@ -242,5 +248,6 @@ def evaluate(
         max_batch_tokens=max_batch_tokens,
         cache_dir=cache_dir,
         progress=progress,
+        precision=precision,
     )
     return score_predictions(dataset, predictions, seconds=time.perf_counter() - start)
