@@ -57,7 +57,7 @@ def test_evaluate_command_takes_device_and_precision(tiny_data):
     result = runner.invoke(main, ["evaluate", "base", "--data", str(tiny_data), "--limit", "8",
                                   "--device", "cpu", "--json"])
     assert result.exit_code == 0, result.output
-    summary = next(line for line in result.output.splitlines() if line.startswith("{"))
+    summary = result.output[result.output.index('{"checkpoint"'):].splitlines()[0]
     assert json.loads(summary)["n"] == 8
     result = runner.invoke(main, ["evaluate", "base", "--data", str(tiny_data), "--device",
                                   "tpu"])
