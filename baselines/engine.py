@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from baselines.client import ClientJob, ClientUpdate
+from baselines.client_job import ClientJob, ClientUpdate
 from baselines.communication import SERVER, Channel, CommunicationLog
 from baselines.config import TrainConfig
 from baselines.local_training import LocalTrainer

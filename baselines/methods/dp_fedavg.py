@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from baselines.client import ClientJob, ClientUpdate
+from baselines.client_job import ClientJob, ClientUpdate
 from baselines.methods.base import Method
 from baselines.methods.full import FullFineTuning
 from baselines.methods.lora import LoRA

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from baselines.client import ClientUpdate
+from baselines.client_job import ClientUpdate
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from accountant.cli import verify_command
 from accountant.declaration import FIELDS
 from baselines.cli import train
-from baselines.client import ClientJob
+from baselines.client_job import ClientJob
 from baselines.engine import FederatedSimulation
 from baselines.parameters import get_values
 from baselines.presets import DP_PRESETS, preset_config

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from safetensors.torch import load_file
 
 from baselines.cli import train
-from baselines.client import ClientJob, ClientUpdate
+from baselines.client_job import ClientJob, ClientUpdate
 from baselines.engine import FederatedSimulation
 from baselines.methods import LoRA
 from baselines.presets import preset_config
