@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from baselines.options import option
 from baselines.privacy.mechanism import SAMPLINGS
 
 ANALYSES = ("competition", "strict")
@@ -26,17 +27,20 @@ REFERENCE_PROVIDER_FRACTION = 50 / 400
 
 @dataclass(frozen=True)
 class PrivacyOptions:
-    """What a DP run asks for.
+    """What a DP run asks for (the options of the ``dp-`` methods).
 
     Attributes:
-        epsilon: target epsilon per provider (``None``: declare what ``noise_multiplier`` gives).
-        delta: target delta in (0, 1).
-        noise_multiplier: sigma (``None``: calibrated from ``epsilon``).
-        clipping_norm: S, the L2 bound of one provider's update.
-        providers_per_round: m, expected providers a sampled client trains on per round
-            (``None``: the reference share 50/400 of the fewest providers at a client, at least 1).
-        sampling: ``poisson`` or ``fixed`` (provider sampling at a client).
-        analysis: ``competition`` (q = M/K x m/N) or ``strict`` (q = m/N).
+        epsilon: DP methods: target epsilon per provider (the noise is calibrated to it; unset:
+            declare what --noise-multiplier gives).
+        delta: DP methods: target delta in (0, 1) (default 1e-5).
+        noise_multiplier: DP methods: noise multiplier sigma instead of calibrating it.
+        clipping_norm: DP methods: S, the L2 bound of one provider's update (default 0.5).
+        providers_per_round: DP methods: m, expected providers per sampled client per round
+            (default 50/400 of the fewest providers at a client, at least 1).
+        sampling: DP methods: provider sampling at a client, poisson or fixed (fixed is not
+            covered by the accountant).
+        analysis: DP methods: sampling-rate analysis, competition (q = M/K x m/N) or strict
+            (q = m/N, no amplification by clients).
 
     Raises:
         ValueError: naming the invalid option and what to do.
@@ -47,8 +51,10 @@ class PrivacyOptions:
     noise_multiplier: float | None = None
     clipping_norm: float = 0.5
     providers_per_round: int | None = None
-    sampling: str = "poisson"
-    analysis: str = "competition"
+    sampling: str = option("poisson", key="provider_sampling", flag="--sampling",
+                           choices=SAMPLINGS)
+    analysis: str = option("competition", key="privacy_analysis", flag="--analysis",
+                           choices=ANALYSES)
 
     def __post_init__(self) -> None:
         if self.epsilon is not None and not (math.isfinite(self.epsilon) and self.epsilon > 0):

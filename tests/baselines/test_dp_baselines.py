@@ -19,7 +19,7 @@ from baselines.parameters import get_values
 from baselines.presets import DP_PRESETS, preset_config
 from baselines.privacy.mechanism import update_norm
 from baselines.run_directory import RunDirectory
-from baselines.vt5 import build_vt5_task
+from baselines.vt5_task import build_vt5_task
 
 EPSILON = {"dp-fedavg": 8.0, "dp-lora": 4.0}
 

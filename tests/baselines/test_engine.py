@@ -18,7 +18,7 @@ from baselines.engine import FederatedSimulation
 from baselines.methods import LoRA
 from baselines.presets import preset_config
 from baselines.run_directory import RunDirectory
-from baselines.vt5 import build_vt5_task
+from baselines.vt5_task import build_vt5_task
 
 
 @pytest.fixture(scope="module")
