@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from accountant.declaration import FIELDS as DECLARATION_FIELDS
+from accountant.declaration import PrivacyDeclaration
 from baselines.options import option
 from baselines.privacy.mechanism import SAMPLINGS
 
@@ -90,54 +92,25 @@ class PrivacyOptions:
 
 
 @dataclass(frozen=True)
-class PrivacyPlan:
+class PrivacyPlan(PrivacyDeclaration):
     """The mechanism every sampled client applies, and what the run declares.
 
+    The declared fields are the accountant's :class:`~accountant.declaration.PrivacyDeclaration`
+    (``privacy.json`` has one home); the plan adds the rates the mechanism uses.
+
     Attributes:
-        epsilon, delta: the declared budget per provider.
-        noise_multiplier: sigma.
-        clipping_norm: S.
-        rounds: steps of the mechanism.
-        clients: K.
-        clients_per_round: M.
-        providers_per_round: m (expected sampled providers; the divisor of the noisy sum).
-        min_providers: N, the fewest providers at any client.
-        sampling: ``poisson`` or ``fixed``.
-        analysis: ``competition`` or ``strict``.
         sample_rate: the per-round sampling rate the accountant was given.
         provider_rate: the Poisson inclusion probability at a client, ``m / N``.
     """
 
-    epsilon: float
-    delta: float
-    noise_multiplier: float
-    clipping_norm: float
-    rounds: int
-    clients: int
-    clients_per_round: int
-    providers_per_round: int
-    min_providers: int
-    sampling: str
-    analysis: str
-    sample_rate: float
-    provider_rate: float
+    sample_rate: float = 0.0
+    provider_rate: float = 0.0
 
     def declaration(self) -> dict[str, Any]:
-        """The ``privacy.json`` object (exactly the keys of docs/design.md)."""
-        return {
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "noise_multiplier": self.noise_multiplier,
-            "clipping_norm": self.clipping_norm,
-            "rounds": self.rounds,
-            "clients": self.clients,
-            "clients_per_round": self.clients_per_round,
-            "providers_per_round": self.providers_per_round,
-            "min_providers": self.min_providers,
-            "sampling": self.sampling,
-            "analysis": self.analysis,
-            "unit": "provider",
-        }
+        """The ``privacy.json`` object, written by the accountant's declaration class."""
+        return PrivacyDeclaration(
+            **{name: getattr(self, name) for name in DECLARATION_FIELDS}
+        ).to_dict()
 
 
 def default_providers_per_round(min_providers: int) -> int:
@@ -250,6 +223,7 @@ def make_plan(
         min_providers=int(fewest_providers),
         sampling=options.sampling,
         analysis=options.analysis,
+        unit="provider",
         sample_rate=rate,
         provider_rate=m / fewest_providers,
     )
