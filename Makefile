@@ -43,7 +43,7 @@ lint: setup
 # Speed figures, printed (not asserted): evaluation loop vs the starter kit's, scoring one
 # submission, and the evaluator's status endpoint under concurrent load.
 bench: setup
-	$(BIN)/python -m benchmark.bench --data $(BENCH_DATA)
+	$(BIN)/python -m bench.bench --data $(BENCH_DATA)
 	$(BIN)/python -m evaluator.scorebench --data $(BENCH_DATA) --model base --threads 1
 	$(BIN)/python -m evaluator.loadtest --requests 3000 --concurrency 32
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-PRESET_NAMES = ("fedavg", "lora", "lora-1client", "lora-nf4", "dp-fedavg", "dp-lora")
-STRATEGY_NAMES = ("fedavg", "fedavgm", "fedadam", "fedyogi")
+if TYPE_CHECKING:
+    from baselines.config import TrainConfig
+
 #: options whose value may differ when a run is resumed.
 RESUMABLE_CHANGES = frozenset({"rounds", "val_limit", "eval_batch_size"})
 
@@ -23,9 +25,46 @@ def _csv(value: str | None) -> tuple[str, ...] | None:
     return items
 
 
-@click.command("train")
-@click.option("--method", "preset", required=True, metavar="NAME",
-              help=f"Preset recipe: one of {', '.join(PRESET_NAMES)}.")
+class TrainCommand(click.Command):
+    """``pflkit train``: the preset, strategy and optimiser choices and every component's options
+    come from the registries, read only when the command's options are first needed (so
+    ``pflkit --help`` does not import torch)."""
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        """The static options plus the registries' (added once)."""
+        if not any(param.name == "preset" for param in self.params):
+            self.params[0:0] = _registry_options()
+        return super().get_params(ctx)
+
+
+def _registry_options() -> list[click.Parameter]:
+    """``--preset``/``--method``, ``--strategy``, ``--optimizer`` and one flag per component option."""
+    from baselines.config import all_option_specs
+    from baselines.optimizers import OPTIMIZERS
+    from baselines.presets import all_presets
+    from baselines.strategies import STRATEGIES
+
+    presets = ", ".join(all_presets())
+    params: list[click.Parameter] = [
+        click.Option(["--preset", "preset"], metavar="NAME",
+                     help=f"Preset recipe: one of {presets}."),
+        click.Option(["--method", "method_alias"], metavar="NAME",
+                     help="Alias of --preset (the kit's first name for it)."),
+        click.Option(["--strategy"], help=f"Server strategy: one of {', '.join(STRATEGIES)}."),
+        click.Option(["--optimizer"], help=f"Local optimiser: one of {', '.join(OPTIMIZERS)}."),
+    ]
+    kinds = {"int": int, "float": float, "str": str, "csv": str}
+    for key, spec in all_option_specs().items():
+        if spec.kind == "switch":
+            params.append(click.Option([spec.flag, key], is_flag=True, default=None,
+                                       help=spec.help))
+        else:
+            kind = click.Choice(spec.choices) if spec.choices else kinds[spec.kind]
+            params.append(click.Option([spec.flag, key], type=kind, help=spec.help))
+    return params
+
+
+@click.command("train", cls=TrainCommand)
 @click.option("--data", "data_dir", required=True, type=click.Path(file_okay=False),
               help="PFL-DocVQA data directory (imdb_train_client_{k}.npy + imdb_val.npy).")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
@@ -36,43 +75,20 @@ def _csv(value: str | None) -> tuple[str, ...] | None:
 @click.option("--clients-per-round", type=int, help="Clients sampled per round (M of K).")
 @click.option("--local-epochs", type=int, help="Local epochs per round.")
 @click.option("--batch-size", type=int, help="Local batch size.")
-@click.option("--lr", type=float, help="Local AdamW learning rate.")
-@click.option("--weight-decay", type=float, help="Local AdamW weight decay.")
 @click.option("--max-grad-norm", type=float, help="Clip local gradients to this norm.")
-@click.option("--lora-rank", type=int, help="LoRA rank.")
-@click.option("--lora-alpha", type=float, help="LoRA alpha (default 2 x rank).")
-@click.option("--lora-targets", help="Comma-separated module names that get adapters (T5: q, k, v, o, wi, wo).")
 @click.option("--quantize", type=click.Choice(["none", "nf4"]),
               help="Wire quantisation of every message (nf4: 4 bits + fp32 scale per 64 values).")
-@click.option("--strategy", help=f"Server strategy: one of {', '.join(STRATEGY_NAMES)}.")
-@click.option("--unweighted", is_flag=True, default=None,
-              help="Average client updates without weighting by examples.")
-@click.option("--server-lr", type=float, help="Server learning rate (strategy default if unset).")
-@click.option("--server-momentum", type=float, help="FedAvgM momentum.")
 @click.option("--seed", type=int, help="Seed of sampling, shuffling and adapter initialisation.")
 @click.option("--val-limit", type=int,
               help="Evaluate on the first N validation questions after each round (0: skip).")
 @click.option("--eval-batch-size", type=int, help="Validation batch size.")
-@click.option("--epsilon", type=float,
-              help="dp- methods: target epsilon per provider (the noise is calibrated to it).")
-@click.option("--delta", type=float, help="dp- methods: target delta (default 1e-5).")
-@click.option("--noise-multiplier", type=float,
-              help="dp- methods: noise multiplier sigma instead of calibrating it.")
-@click.option("--clipping-norm", type=float,
-              help="dp- methods: L2 bound of one provider's update (default 0.5).")
-@click.option("--providers-per-round", type=int,
-              help="dp- methods: expected providers per sampled client per round "
-                   "(default 50/400 of the fewest providers at a client).")
-@click.option("--sampling", "provider_sampling", type=click.Choice(["poisson", "fixed"]),
-              help="dp- methods: provider sampling (fixed is not covered by the accountant).")
-@click.option("--analysis", "privacy_analysis", type=click.Choice(["competition", "strict"]),
-              help="dp- methods: sampling-rate analysis (strict: no amplification by clients).")
 @click.option("--threads", type=int,
               help="CPU threads of torch (1 is fastest for small models on a busy machine).")
 @click.option("--resume", is_flag=True, help="Continue the run in --out from its last completed round.")
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
 def train(
-    preset: str,
+    preset: str | None,
+    method_alias: str | None,
     data_dir: str,
     out_dir: str,
     base: str,
@@ -80,15 +96,14 @@ def train(
     threads: int | None,
     no_progress: bool,
     quantize: str | None,
-    lora_targets: str | None,
-    unweighted: bool | None,
     **options: object,
 ) -> None:
     """Train a federated track-1 baseline and write its logs and submission.
 
-    Writes RUN_DIR/communication_log.csv (competition format), communication_log.jsonl,
+    --preset (or its alias --method) names a recipe; every other option overrides one of its
+    values. Writes RUN_DIR/communication_log.csv (competition format), communication_log.jsonl,
     metrics.jsonl (validation ANLS per round), checkpoint/ and submission.json; the track-2
-    methods (dp-fedavg, dp-lora) also write privacy.json (check it with `pflkit dp verify`).
+    presets (dp-fedavg, dp-lora) also write privacy.json (check it with `pflkit dp verify`).
     """
     import os
 
@@ -110,21 +125,32 @@ def train(
 
         torch.set_num_threads(threads)
 
-    from baselines.config import TrainConfig
+    from baselines.config import TrainConfig, all_option_specs
     from baselines.engine import FederatedSimulation
-    from baselines.presets import DP_PRESETS, PRESETS, preset_config
+    from baselines.presets import all_presets, preset_config
     from baselines.run_directory import RunDirectory
-    from baselines.vt5 import build_vt5_task
+    from baselines.vt5_task import build_vt5_task
 
-    if preset not in {**PRESETS, **DP_PRESETS}:
+    flag = "--method" if method_alias is not None else "--preset"
+    if preset is not None and method_alias is not None and preset != method_alias:
+        raise click.BadParameter("give the preset once (--method is an alias of --preset)")
+    preset = preset or method_alias
+    if preset is None:
+        raise click.UsageError("Missing option '--preset' (or its alias '--method').")
+    if preset not in all_presets():
         raise click.BadParameter(
-            f"unknown method {preset!r}; choose one of {', '.join(PRESET_NAMES)}",
-            param_hint="--method",
+            f"unknown {flag.lstrip('-')} {preset!r}; choose a preset: "
+            f"{', '.join(all_presets())}",
+            param_hint=flag,
         )
-    overrides = dict(options)
+    specs = all_option_specs()
+    overrides: dict[str, object] = {}
+    for key, value in options.items():
+        spec = specs.get(key)
+        if spec is not None and value is not None:
+            value = _csv(value) if spec.kind == "csv" else spec.to_field(value)
+        overrides[key] = value
     overrides["wire"] = None if quantize is None else ("fp32" if quantize == "none" else quantize)
-    overrides["lora_targets"] = _csv(lora_targets)
-    overrides["weighted"] = None if unweighted is None else not unweighted
     run_dir = RunDirectory(out_dir)
     try:
         config = preset_config(preset, **overrides)
@@ -170,13 +196,16 @@ def train(
     )
 
 
-def _resumed_config(saved, requested, overrides: dict[str, object]):
+def _resumed_config(saved: TrainConfig, requested: TrainConfig,
+                    overrides: dict[str, object]) -> TrainConfig:
     """The saved configuration, with only the options that may change on resume applied."""
+    from baselines.methods import METHODS
+
     given = {key: value for key, value in overrides.items() if value is not None}
     conflicts = [
         key
         for key, value in given.items()
-        if key not in RESUMABLE_CHANGES and getattr(saved, key) != getattr(requested, key)
+        if key not in RESUMABLE_CHANGES and saved.get(key) != requested.get(key)
     ]
     if conflicts or requested.preset != saved.preset:
         names = ", ".join(sorted(conflicts)) or "method"
@@ -184,6 +213,6 @@ def _resumed_config(saved, requested, overrides: dict[str, object]):
     changes = {key: given[key] for key in RESUMABLE_CHANGES if key in given}
     if changes.get("rounds", saved.rounds) < saved.rounds:
         raise ValueError("--resume cannot lower --rounds")
-    if saved.method.startswith("dp-") and changes.get("rounds", saved.rounds) != saved.rounds:
+    if METHODS[saved.method].private and changes.get("rounds", saved.rounds) != saved.rounds:
         raise ValueError("--resume cannot change --rounds of a DP run: its noise is calibrated to them")
     return saved.replace(**changes)

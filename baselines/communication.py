@@ -2,15 +2,13 @@
 
 Every message is encoded by a wire codec into the bytes that would travel, the receiver gets the
 decoded tensors, and the log records those bytes: ``communication_log.csv`` in the competition's
-format (``federated_round,sender,receiver,amount_of_bytes``; server ``-1``, clients ``0..K-1``;
-``amount_of_bytes`` = tensor data as sent) and ``communication_log.jsonl`` with, per message, the
-parameter names, the wire format, the full serialised size and the SHA-256 of the payload.
+format (:mod:`benchmark.communication_log`, which the evaluator validates against) and
+``communication_log.jsonl`` with, per message, the parameter names, the wire format, the full
+serialised size and the SHA-256 of the payload.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
@@ -18,9 +16,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from baselines.wire import EncodedMessage, WireCodec
-
-SERVER = -1
-CSV_HEADER = ("federated_round", "sender", "receiver", "amount_of_bytes")
+from benchmark.communication_log import SERVER, MessageError, check_endpoints, format_rows
 
 
 @dataclass(frozen=True)
@@ -90,14 +86,10 @@ class CommunicationLog:
 
     def to_csv(self) -> str:
         """The competition's CSV (header + one row per message)."""
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(CSV_HEADER)
-        for record in self.records:
-            writer.writerow(
-                (record.federated_round, record.sender, record.receiver, record.amount_of_bytes)
-            )
-        return buffer.getvalue()
+        return format_rows(
+            (record.federated_round, record.sender, record.receiver, record.amount_of_bytes)
+            for record in self.records
+        )
 
     def to_jsonl(self) -> str:
         """The detailed log, one JSON object per line."""
@@ -139,8 +131,10 @@ class Channel:
         Returns:
             The tensors as the receiver decodes them.
         """
-        if (sender == SERVER) == (receiver == SERVER):
-            raise ValueError("a message goes between the server and one client")
+        try:
+            check_endpoints(sender, receiver)
+        except MessageError as error:
+            raise ValueError(f"the channel refuses the message: {error}") from None
         self.log.append(
             MessageRecord(
                 federated_round=federated_round,

@@ -1,14 +1,24 @@
-"""One configuration dataclass for a federated run, documented once."""
+"""One configuration of a federated run: its shape, its components by name, and their options.
+
+The run's shape (rounds, clients per round, local epochs, batch size, seed, evaluation) is a field
+each; the method, strategy and local optimiser are names of their registries
+(:data:`~baselines.methods.METHODS`, :data:`~baselines.strategies.STRATEGIES`,
+:data:`~baselines.optimizers.OPTIMIZERS`), and ``options`` holds the values of the options those
+components own (:mod:`baselines.options`), so nothing here mirrors a component's fields: a new
+method's options are configured without editing this module.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from baselines.methods import METHODS, Method
-from baselines.privacy.plan import PrivacyOptions
-from baselines.strategies import STRATEGIES, Strategy, StrategyConfig, get_strategy
+from baselines.methods import METHODS, Method, RunShape
+from baselines.optimizers import OPTIMIZERS, Optimizer
+from baselines.options import OptionSpec, build_options, option_specs
+from baselines.strategies import STRATEGIES, Strategy, StrategyConfig
 from baselines.wire import CODECS, WireCodec, get_codec
 
 
@@ -18,108 +28,119 @@ class TrainConfig:
 
     Attributes:
         preset: the recipe name the run started from (``fedavg``, ``lora``, ...).
-        method: ``full`` or ``lora`` (what clients train and send).
+        method: what clients train and send (a name of ``METHODS``: ``full``, ``lora``, ...).
+        strategy: how the server combines (a name of ``STRATEGIES``).
+        optimizer: the local optimiser (a name of ``OPTIMIZERS``: ``adamw``, ``sgd``).
+        wire: wire format of every message (``fp32`` or ``nf4``).
         rounds: federated rounds.
         clients_per_round: M, clients sampled per round.
         local_epochs: epochs over the client's data per round.
         batch_size: local batch size.
-        lr: local AdamW learning rate.
-        weight_decay: local AdamW weight decay.
-        max_grad_norm: local gradient clipping (``None``: none).
-        wire: wire format of every message (``fp32`` or ``nf4``).
-        strategy: server strategy (``fedavg``, ``fedavgm``, ``fedadam``, ``fedyogi``).
-        weighted: weight client updates by their number of examples.
-        server_lr: server learning rate (``None``: the strategy's default).
-        server_momentum: FedAvgM's beta.
-        beta1: FedAdam/FedYogi first-moment decay.
-        beta2: FedAdam/FedYogi second-moment decay.
-        tau: FedAdam/FedYogi adaptivity.
-        lora_rank: LoRA rank r.
-        lora_alpha: LoRA alpha (``None``: 2 r).
-        lora_targets: module-name suffixes that get adapters.
-        lora_scope: module prefix adapters are restricted to.
-        lora_dropout: LoRA dropout.
-        fully_trained: prefixes LoRA trains in full.
-        frozen: prefixes full fine-tuning keeps frozen.
+        max_grad_norm: clip each local gradient to this L2 norm (``None``: no clipping).
         seed: the run's seed (sampling, shuffling, adapters).
         val_limit: evaluate on the first N validation questions (``None``: all; 0: skip).
         eval_batch_size: batch size of validation.
-        epsilon: DP methods: target epsilon per provider (``None``: from ``noise_multiplier``).
-        delta: DP methods: target delta.
-        noise_multiplier: DP methods: sigma (``None``: calibrated from ``epsilon``).
-        clipping_norm: DP methods: L2 bound S of one provider's update.
-        providers_per_round: DP methods: m, expected providers per sampled client per round
-            (``None``: 50/400 of the fewest providers at a client, as in the reference).
-        provider_sampling: DP methods: ``poisson`` or ``fixed``.
-        privacy_analysis: DP methods: ``competition`` or ``strict`` sampling-rate analysis.
+        options: option key -> value for the method, strategy and optimiser (a key left out
+            keeps the component's default; ``pflkit train --help`` lists every key as a flag).
+
+    Raises:
+        ValueError: naming the unknown component, the option that belongs to none of the run's
+            components, or the invalid value.
     """
 
     preset: str = "custom"
     method: str = "full"
+    strategy: str = "fedavg"
+    optimizer: str = "adamw"
+    wire: str = "fp32"
     rounds: int = 10
     clients_per_round: int = 2
     local_epochs: int = 1
     batch_size: int = 16
-    lr: float = 2e-4
-    weight_decay: float = 0.0
     max_grad_norm: float | None = None
-    wire: str = "fp32"
-    strategy: str = "fedavg"
-    weighted: bool = True
-    server_lr: float | None = None
-    server_momentum: float = 0.9
-    beta1: float = 0.9
-    beta2: float = 0.99
-    tau: float = 1e-3
-    lora_rank: int = 6
-    lora_alpha: float | None = None
-    lora_targets: tuple[str, ...] = ("q", "v")
-    lora_scope: str = "language_backbone"
-    lora_dropout: float = 0.0
-    fully_trained: tuple[str, ...] = ("spatial_embedding.", "visual_embedding.visual_emb_matcher.")
-    frozen: tuple[str, ...] = ("visual_embedding.image_model.",)
     seed: int = 0
     val_limit: int | None = None
     eval_batch_size: int = 32
-    epsilon: float | None = None
-    delta: float = 1e-5
-    noise_multiplier: float | None = None
-    clipping_norm: float = 0.5
-    providers_per_round: int | None = None
-    provider_sampling: str = "poisson"
-    privacy_analysis: str = "competition"
+    options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise ValueError(f"unknown method {self.method!r}; choose one of {sorted(METHODS)}")
-        if self.strategy not in STRATEGIES:
-            raise ValueError(
-                f"unknown strategy {self.strategy!r}; choose one of {sorted(STRATEGIES)}"
-            )
-        if self.wire not in CODECS:
-            raise ValueError(f"unknown wire format {self.wire!r}; choose one of {sorted(CODECS)}")
-        for name in ("rounds", "clients_per_round", "local_epochs", "batch_size", "lora_rank"):
+        for kind, name, registry in (("method", self.method, METHODS),
+                                     ("strategy", self.strategy, STRATEGIES),
+                                     ("optimizer", self.optimizer, OPTIMIZERS),
+                                     ("wire format", self.wire, CODECS)):
+            if name not in registry:
+                raise ValueError(f"unknown {kind} {name!r}; choose one of {sorted(registry)}")
+        for name in ("rounds", "clients_per_round", "local_epochs", "batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if not self.lr > 0:
-            raise ValueError(f"lr must be > 0, got {self.lr}")
+        if self.max_grad_norm is not None and not self.max_grad_norm > 0:
+            raise ValueError(f"max_grad_norm must be > 0, got {self.max_grad_norm}")
         if self.val_limit is not None and self.val_limit < 0:
             raise ValueError(f"val_limit must be >= 0, got {self.val_limit}")
-        self.strategy_config()  # validates the strategy options
-        privacy = self.privacy_options()  # validates the DP options
-        if getattr(METHODS[self.method], "private", False):
-            privacy.require_budget()
+        specs = self.option_specs()
+        foreign = sorted(set(self.options) - set(specs))
+        if foreign:
+            raise ValueError(
+                f"option(s) {', '.join(foreign)} belong to neither method {self.method!r}, "
+                f"strategy {self.strategy!r} nor optimizer {self.optimizer!r}; drop them or "
+                "choose a method/strategy/optimizer that takes them"
+            )
+        object.__setattr__(self, "options", {
+            key: tuple(value) if isinstance(value, list) else value
+            for key, value in sorted(self.options.items())
+        })
+        self.build_strategy()
+        self.build_optimizer()
+        self.build_method()
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any]) -> TrainConfig:
+        """A configuration from one flat mapping of fields and option keys (a preset's form).
+
+        Args:
+            values: field name or option key -> value.
+
+        Returns:
+            The validated configuration.
+        """
+        fields = {f.name for f in dataclasses.fields(cls)} - {"options"}
+        options = {**values.get("options", {}),
+                   **{k: v for k, v in values.items() if k not in fields and k != "options"}}
+        return cls(**{k: v for k, v in values.items() if k in fields}, options=options)
 
     def replace(self, **changes: Any) -> TrainConfig:
-        """A copy with some fields changed (validated again)."""
-        return dataclasses.replace(self, **changes)
+        """A copy with some fields or option keys changed (validated again)."""
+        return TrainConfig.from_values({**self.flat(), **changes})
+
+    def flat(self) -> dict[str, Any]:
+        """Fields and set option keys in one mapping (the inverse of :meth:`from_values`)."""
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {**data.pop("options"), **data}
+
+    def get(self, key: str) -> Any:
+        """The value of a field or an option key in this run (``None`` when no component owns it).
+
+        Args:
+            key: a field name (``rounds``) or an option key (``lora_rank``, ``epsilon``).
+
+        Returns:
+            The value set, else the owning component's default.
+        """
+        if key in {f.name for f in dataclasses.fields(self)}:
+            return getattr(self, key)
+        spec = self.option_specs().get(key)
+        if spec is None:
+            return None
+        return self.options.get(key, _default(spec))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary (tuples become lists)."""
-        return {
+        data = dataclasses.asdict(self)
+        data["options"] = {
             key: list(value) if isinstance(value, tuple) else value
-            for key, value in dataclasses.asdict(self).items()
+            for key, value in self.options.items()
         }
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
@@ -128,47 +149,63 @@ class TrainConfig:
         Raises:
             ValueError: for unknown keys.
         """
-        known = {f.name: f for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - set(known))
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"unknown configuration keys {unknown}")
-        values = {
-            key: tuple(value) if isinstance(value, list) else value for key, value in data.items()
-        }
-        return cls(**values)
+        return cls(**data)
 
-    def strategy_config(self) -> StrategyConfig:
-        """The strategy's share of the options."""
-        return StrategyConfig(
-            clients_per_round=self.clients_per_round,
-            weighted=self.weighted,
-            server_lr=self.server_lr,
-            server_momentum=self.server_momentum,
-            beta1=self.beta1,
-            beta2=self.beta2,
-            tau=self.tau,
-        )
-
-    def privacy_options(self) -> PrivacyOptions:
-        """The DP methods' share of the options."""
-        return PrivacyOptions(
-            epsilon=self.epsilon,
-            delta=self.delta,
-            noise_multiplier=self.noise_multiplier,
-            clipping_norm=self.clipping_norm,
-            providers_per_round=self.providers_per_round,
-            sampling=self.provider_sampling,
-            analysis=self.privacy_analysis,
-        )
+    def option_specs(self) -> dict[str, OptionSpec]:
+        """The options of this run's method, strategy and optimiser, by key."""
+        return run_option_specs(METHODS[self.method], STRATEGIES[self.strategy],
+                                OPTIMIZERS[self.optimizer])
 
     def build_strategy(self) -> Strategy:
         """The configured server strategy."""
-        return get_strategy(self.strategy, self.strategy_config())
+        options = build_options(
+            StrategyConfig, {**self.options, "clients_per_round": self.clients_per_round}
+        )
+        return STRATEGIES[self.strategy](options)
 
     def build_method(self) -> Method:
-        """The configured client method (``METHODS[method].from_config``)."""
-        return METHODS[self.method].from_config(self)
+        """The configured client method."""
+        run = RunShape(rounds=self.rounds, clients_per_round=self.clients_per_round)
+        return METHODS[self.method].from_options(self.options, run=run)
+
+    def build_optimizer(self) -> Optimizer:
+        """The configured local optimiser."""
+        cls = OPTIMIZERS[self.optimizer]
+        return cls(build_options(cls.option_classes[0], self.options))
 
     def build_codec(self) -> WireCodec:
         """The configured wire format."""
         return get_codec(self.wire)
+
+
+def _default(spec: OptionSpec) -> Any:
+    """The default of an options field."""
+    return next(f.default for f in dataclasses.fields(spec.owner) if f.name == spec.field)
+
+
+def run_option_specs(*components: type) -> dict[str, OptionSpec]:
+    """The options of some components, by key (fields of :class:`TrainConfig` left out).
+
+    Args:
+        *components: method, strategy or optimiser classes (their ``option_classes``).
+
+    Returns:
+        Key -> spec, the first component that declares a key naming it.
+    """
+    run_fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    specs: dict[str, OptionSpec] = {}
+    for component in components:
+        for cls in component.option_classes:
+            for spec in option_specs(cls):
+                if spec.key not in run_fields:
+                    specs.setdefault(spec.key, spec)
+    return specs
+
+
+def all_option_specs() -> dict[str, OptionSpec]:
+    """The options of every registered method, strategy and optimiser (``pflkit train``)."""
+    return run_option_specs(*METHODS.values(), *STRATEGIES.values(), *OPTIMIZERS.values())

@@ -6,22 +6,26 @@ logged message per client), every sampled client loads what it decoded, computes
 the method (by default AdamW local epochs, optimiser rebuilt each round) and sends it back through
 the channel, and the strategy aggregates the decoded updates into the next global weights in full
 precision. After each round the global model is evaluated and the run directory is committed, so a
-run can be resumed from its last completed round and ends in exactly the same state.
+run can be resumed from its last completed round and ends in exactly the same state. What a method
+keeps per client (``ClientJob.state``) is committed with the round as well.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
+from torch import nn
 
-from baselines.client import ClientJob, ClientUpdate
+from baselines.client_job import ClientJob, ClientUpdate
 from baselines.communication import SERVER, Channel, CommunicationLog
 from baselines.config import TrainConfig
-from baselines.local_training import LocalTrainer
+from baselines.local_training import LocalTrainer, clip_grad_norm
 from baselines.methods import Method
 from baselines.parameters import get_values, select_communicated, set_values
 from baselines.run_directory import RunDirectory, RunState
@@ -106,12 +110,13 @@ class FederatedSimulation:
             task.collate,
             epochs=config.local_epochs,
             batch_size=config.batch_size,
-            lr=config.lr,
-            weight_decay=config.weight_decay,
-            max_grad_norm=config.max_grad_norm,
+            optimizer=config.build_optimizer(),
+            step_hook=None if config.max_grad_norm is None else clip_grad_norm(config.max_grad_norm),
             progress=progress,
             length_column=task.length_column,
         )
+        #: client id -> the method's state for that client (saved with every round).
+        self.client_states: dict[int, dict[str, torch.Tensor]] = {}
 
     def run(self, *, resume: bool = False) -> RunSummary:
         """Run (or continue) the federation and write the submission.
@@ -134,6 +139,7 @@ class FederatedSimulation:
             weights = {name: state.weights[name] for name in self.parameters.names}
             self.strategy.load_state_dict(state.strategy_state)
             self.channel.log = state.log
+            self.client_states = state.client_states
             metrics = state.metrics
             timing = dict(state.timing)
             first_round = state.federated_round + 1
@@ -162,6 +168,7 @@ class FederatedSimulation:
                     log=self.channel.log,
                     metrics=metrics,
                     timing=timing,
+                    client_states=self.client_states,
                 )
             )
             if "val_anls" in row:
@@ -192,6 +199,25 @@ class FederatedSimulation:
             submission=submission,
         )
 
+    def personal_model(self, client: int) -> nn.Module:
+        """A client's personal model after the run, as its method defines it.
+
+        Args:
+            client: the client id.
+
+        Returns:
+            A copy of the prepared model with the global weights, personalised by
+            :meth:`~baselines.methods.base.Method.personal_model` from the client's state.
+
+        Raises:
+            ValueError: for a client id outside the federation.
+        """
+        if not 0 <= client < self.task.num_clients:
+            raise ValueError(f"client {client} is not in 0..{self.task.num_clients - 1}")
+        return self.method.personal_model(
+            copy.deepcopy(self.model), self.client_states.get(client, {})
+        )
+
     def _round(
         self, federated_round: int, weights: dict[str, torch.Tensor], timing: dict[str, float]
     ) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
@@ -217,7 +243,9 @@ class FederatedSimulation:
                 dataset=self.task.client_data[client],
                 trainer=self.trainer,
                 seed=client_seed(config.seed, federated_round, client),
+                state=self.client_states.setdefault(client, {}),
             )
+            job.loss = functools.partial(self.method.local_loss, job)
             self.trainer.description = f"round {federated_round} client {client}"
             tic = time.perf_counter()
             update = self.method.compute_update(job)

@@ -1,4 +1,11 @@
-"""The local optimisation loop a client runs each round (AdamW, rebuilt per round)."""
+"""The local optimisation loop a client runs each round.
+
+Three hooks make it extensible without editing it: an optimiser factory (AdamW by default, any
+:class:`~baselines.optimizers.base.Optimizer` or callable from parameters to a
+``torch.optim.Optimizer``), a loss hook per call (a method adds a proximal or distillation term,
+:meth:`baselines.methods.base.Method.local_loss`) and a step hook run between ``backward`` and
+the optimiser step (gradient clipping of any kind, :func:`clip_grad_norm`).
+"""
 
 from __future__ import annotations
 
@@ -11,10 +18,39 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
+from baselines.optimizers.adamw import AdamW, AdamWOptions
+
 if TYPE_CHECKING:
     from datasets import Dataset
 
 Collate = Callable[[Sequence[dict[str, Any]]], dict[str, torch.Tensor]]
+#: parameters -> a fresh optimiser.
+OptimizerFactory = Callable[[Sequence[nn.Parameter]], torch.optim.Optimizer]
+#: (batch, model outputs) -> the scalar loss to backpropagate.
+LossHook = Callable[[dict[str, torch.Tensor], Any], torch.Tensor]
+#: called with the trainable parameters after ``backward``, before the optimiser step.
+StepHook = Callable[[Sequence[nn.Parameter]], None]
+
+
+def clip_grad_norm(max_norm: float) -> StepHook:
+    """A step hook that clips the gradients' global L2 norm to ``max_norm``.
+
+    Args:
+        max_norm: the bound (> 0).
+
+    Returns:
+        The hook.
+
+    Raises:
+        ValueError: for a bound <= 0.
+    """
+    if not max_norm > 0:
+        raise ValueError(f"max_grad_norm must be > 0, got {max_norm}")
+
+    def clip(parameters: Sequence[nn.Parameter]) -> None:
+        torch.nn.utils.clip_grad_norm_(parameters, max_norm)
+
+    return clip
 
 
 @dataclass
@@ -39,22 +75,29 @@ class TrainStats:
 
 
 class LocalTrainer:
-    """AdamW over the trainable parameters for a number of local epochs.
+    """An optimiser over the trainable parameters for a number of local epochs.
 
     The optimiser is built anew at every call, as in the competition's reference code, so no
-    optimiser state survives between rounds or leaks between clients.
+    optimiser state survives between rounds or leaks between clients (a method that wants it
+    to keeps it in its per-client state).
 
     Args:
         collate: turns a list of dataset rows into model inputs with ``labels``.
         epochs: local epochs per round.
         batch_size: examples per step.
-        lr: AdamW learning rate.
-        weight_decay: AdamW weight decay.
-        max_grad_norm: clip the gradient norm to this value (``None``: no clipping).
+        optimizer: builds the optimiser from the trainable parameters (``None``: AdamW with
+            ``lr`` and ``weight_decay``).
+        lr: the default AdamW's learning rate (only without ``optimizer``).
+        weight_decay: the default AdamW's weight decay (only without ``optimizer``).
+        step_hook: run after ``backward`` and before each optimiser step (``None``: nothing).
         progress: show a progress bar per client.
         length_column: a dataset column with each row's input length; when given, every shuffled
             chunk of 32 batches is sorted by length before it is cut into batches, so batches
             hold rows of similar length and little padding is computed.
+
+    Raises:
+        ValueError: for epochs or batch size < 1, a learning rate <= 0, or both an optimiser
+            and a learning rate.
     """
 
     def __init__(
@@ -63,33 +106,39 @@ class LocalTrainer:
         *,
         epochs: int,
         batch_size: int,
-        lr: float,
+        optimizer: OptimizerFactory | None = None,
+        lr: float | None = None,
         weight_decay: float = 0.0,
-        max_grad_norm: float | None = None,
+        step_hook: StepHook | None = None,
         progress: bool = False,
         length_column: str | None = None,
     ) -> None:
-        if epochs < 1 or batch_size < 1 or not lr > 0:
+        if epochs < 1 or batch_size < 1 or (lr is not None and not lr > 0):
             raise ValueError(
                 f"local epochs ({epochs}) and batch size ({batch_size}) must be >= 1 and lr ({lr}) > 0"
             )
+        if (optimizer is None) == (lr is None):
+            raise ValueError("give LocalTrainer either an optimizer factory or the default "
+                             "AdamW's lr, not both")
         self.collate = collate
         self.epochs = epochs
         self.batch_size = batch_size
-        self.lr = lr
-        self.weight_decay = weight_decay
-        self.max_grad_norm = max_grad_norm
+        self.optimizer = optimizer or AdamW(AdamWOptions(lr=lr, weight_decay=weight_decay))
+        self.step_hook = step_hook
         self.progress = progress
         self.length_column = length_column
         self.description = ""
 
-    def train(self, model: nn.Module, dataset: Dataset, *, seed: int) -> TrainStats:
+    def train(
+        self, model: nn.Module, dataset: Dataset, *, seed: int, loss: LossHook | None = None
+    ) -> TrainStats:
         """Train ``model`` in place on ``dataset``.
 
         Args:
             model: the model; only parameters with ``requires_grad`` are optimised.
             dataset: rows to train on.
             seed: seeds the shuffling and dropout, so a run is reproducible.
+            loss: the loss of a batch from the model's outputs (``None``: ``outputs.loss``).
 
         Returns:
             Statistics of the call.
@@ -98,7 +147,7 @@ class LocalTrainer:
 
         start = time.perf_counter()
         params = [p for p in model.parameters() if p.requires_grad]
-        optimizer = torch.optim.AdamW(params, lr=self.lr, weight_decay=self.weight_decay)
+        optimizer = self.optimizer(params)
         generator = torch.Generator().manual_seed(seed)
         torch.manual_seed(seed)
         n = len(dataset)
@@ -117,16 +166,17 @@ class LocalTrainer:
         for _ in range(self.epochs):
             for indices in self._batches(n, lengths, generator):
                 batch = self.collate(list(dataset.select(indices)))
-                loss = model(**batch).loss
+                outputs = model(**batch)
+                value = outputs.loss if loss is None else loss(batch, outputs)
                 optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                if self.max_grad_norm is not None:
-                    torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
+                value.backward()
+                if self.step_hook is not None:
+                    self.step_hook(params)
                 optimizer.step()
-                total_loss += float(loss.detach())
+                total_loss += float(value.detach())
                 steps += 1
                 bar.update(1)
-                bar.set_postfix(loss=f"{float(loss.detach()):.3f}")
+                bar.set_postfix(loss=f"{float(value.detach()):.3f}")
         bar.close()
         model.eval()
         return TrainStats(

@@ -103,7 +103,19 @@ def select_communicated(model: nn.Module, *, prefix: str = "") -> CommunicatedPa
     return CommunicatedParameters(tuple(names), shapes, aliases, prefix)
 
 
-def _parameter_map(model: nn.Module, spec: CommunicatedParameters) -> dict[str, torch.Tensor]:
+def parameter_map(model: nn.Module, spec: CommunicatedParameters) -> dict[str, torch.Tensor]:
+    """The model's live communicated tensors (gradients flow through them) by canonical name.
+
+    Args:
+        model: the model.
+        spec: the communicated set.
+
+    Returns:
+        Canonical name -> the model's parameter.
+
+    Raises:
+        KeyError: when the model lacks a communicated name.
+    """
     found = {
         _strip(name, spec.prefix): tensor
         for name, tensor in model.named_parameters(remove_duplicate=False)
@@ -126,7 +138,7 @@ def get_values(model: nn.Module, spec: CommunicatedParameters) -> dict[str, torc
     """
     return {
         name: tensor.detach().to(torch.float32).clone()
-        for name, tensor in _parameter_map(model, spec).items()
+        for name, tensor in parameter_map(model, spec).items()
     }
 
 
@@ -144,7 +156,7 @@ def set_values(
         KeyError: if a communicated name is missing from ``values``.
         ValueError: if a value has the wrong shape.
     """
-    targets = _parameter_map(model, spec)
+    targets = parameter_map(model, spec)
     with torch.no_grad():
         for name, target in targets.items():
             if name not in values:

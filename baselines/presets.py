@@ -25,7 +25,10 @@ competition sampled about 50, a ``mini`` client holds 12 to 18 providers so m = 
 server learning rate 1 that noise (0.12 to 0.30 per coordinate and round) wiped out the tiny
 model at every epsilon (val ANLS 0.0). The privacy guarantee does not depend on it.
 
-Command-line options override a preset field by field.
+A preset is data: the method, strategy and local optimiser by name, the run's shape, and any
+option key of those components (:mod:`baselines.options`). Command-line options override it
+key by key. A method file may bring its own presets (``Method.presets``); they are added here,
+to :data:`PRESETS` or, for a private method, to :data:`DP_PRESETS`.
 """
 
 from __future__ import annotations
@@ -33,26 +36,29 @@ from __future__ import annotations
 from typing import Any
 
 from baselines.config import TrainConfig
+from baselines.methods import METHODS
 
 #: What the three track-1 LoRA presets share: adapters on every linear layer of the backbone.
 _KIT_SCALE_LORA: dict[str, Any] = {
     "method": "lora",
+    "strategy": "fedavg",
+    "optimizer": "adamw",
     "lr": 3e-3,
     "lora_rank": 2,
     "lora_targets": ("q", "k", "v", "o", "wi", "wo"),
     "wire": "fp32",
-    "strategy": "fedavg",
 }
 
 PRESETS: dict[str, dict[str, Any]] = {
     "fedavg": {
         "method": "full",
+        "strategy": "fedavg",
+        "optimizer": "adamw",
         "rounds": 10,
         "clients_per_round": 2,
         "local_epochs": 1,
         "lr": 2e-4,
         "wire": "fp32",
-        "strategy": "fedavg",
     },
     "lora": {**_KIT_SCALE_LORA, "rounds": 20, "clients_per_round": 2, "local_epochs": 1},
     "lora-1client": {**_KIT_SCALE_LORA, "rounds": 2, "clients_per_round": 1, "local_epochs": 16},
@@ -68,6 +74,7 @@ _DP_MECHANISM: dict[str, Any] = {
     "local_epochs": 1,
     "wire": "fp32",
     "strategy": "fedavg",
+    "optimizer": "adamw",
     "weighted": False,
     "delta": 1e-5,
     "clipping_norm": 0.5,
@@ -82,23 +89,32 @@ DP_PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+for _method in METHODS.values():
+    (DP_PRESETS if _method.private else PRESETS).update(_method.presets)
+
+
+def all_presets() -> dict[str, dict[str, Any]]:
+    """Every preset, track 1 then track 2."""
+    return {**PRESETS, **DP_PRESETS}
+
+
 def preset_config(name: str, **overrides: Any) -> TrainConfig:
-    """The configuration of a preset with some fields overridden.
+    """The configuration of a preset with some fields or options overridden.
 
     Args:
-        name: a key of :data:`PRESETS`.
-        **overrides: :class:`TrainConfig` fields to change (``None`` values are ignored, so
-            unset command-line options keep the preset's value).
+        name: a key of :data:`PRESETS` or :data:`DP_PRESETS`.
+        **overrides: :class:`TrainConfig` fields or option keys to change (``None`` values are
+            ignored, so unset command-line options keep the preset's value).
 
     Returns:
         The validated configuration.
 
     Raises:
-        ValueError: for an unknown preset.
+        ValueError: for an unknown preset or an invalid option.
     """
-    presets = {**PRESETS, **DP_PRESETS}
+    presets = all_presets()
     if name not in presets:
-        raise ValueError(f"unknown method {name!r}; choose one of {sorted(presets)}")
+        raise ValueError(f"unknown preset {name!r}; choose one of {sorted(presets)}")
     values = dict(presets[name])
     values.update({key: value for key, value in overrides.items() if value is not None})
-    return TrainConfig(preset=name, **values)
+    return TrainConfig.from_values({**values, "preset": name})

@@ -7,7 +7,8 @@ Layout::
     RUN_DIR/communication_log.jsonl     the same messages with names, format, size, SHA-256
     RUN_DIR/metrics.jsonl               one line per completed round (val ANLS, bytes, times)
     RUN_DIR/state/latest.json           pointer to the last completed round's state
-    RUN_DIR/state/round-NNNN/           global weights, strategy state, log and metrics so far
+    RUN_DIR/state/round-NNNN/           global weights, strategy state, the method's per-client
+                                        state, log and metrics so far
     RUN_DIR/checkpoint/                 the final model (base architecture, safetensors)
     RUN_DIR/submission.json             method, track, rounds, clients, byte totals
 
@@ -21,7 +22,7 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from safetensors.torch import load_file, save_file
 from baselines.communication import CommunicationLog
 
 STATE = "state"
+CLIENT_STATES = "clients.safetensors"
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -81,6 +83,7 @@ class RunState:
         log: every message up to this round.
         metrics: one dictionary per completed round.
         timing: cumulative seconds (``wall``, ``client_training``, ``evaluation``).
+        client_states: client id -> the method's tensors for that client.
     """
 
     federated_round: int
@@ -89,6 +92,7 @@ class RunState:
     log: CommunicationLog
     metrics: list[dict[str, Any]]
     timing: dict[str, float]
+    client_states: dict[int, dict[str, torch.Tensor]] = field(default_factory=dict)
 
 
 class RunDirectory:
@@ -144,6 +148,12 @@ class RunDirectory:
             {k: v.contiguous() for k, v in state.strategy_state.items()},
             tmp / "strategy.safetensors",
         )
+        save_file(
+            {f"{client}/{name}": tensor.contiguous()
+             for client, tensors in state.client_states.items()
+             for name, tensor in tensors.items()},
+            tmp / CLIENT_STATES,
+        )
         (tmp / "communication_log.jsonl").write_text(state.log.to_jsonl(), encoding="utf-8")
         (tmp / "progress.json").write_text(
             json.dumps({"round": state.federated_round, "metrics": state.metrics,
@@ -189,4 +199,15 @@ class RunDirectory:
             ),
             metrics=progress["metrics"],
             timing=progress["timing"],
+            client_states=_client_states(directory / CLIENT_STATES),
         )
+
+
+def _client_states(path: Path) -> dict[int, dict[str, torch.Tensor]]:
+    """Per-client tensors saved as ``{client}/{name}`` (none in a run saved before they were)."""
+    states: dict[int, dict[str, torch.Tensor]] = {}
+    if path.is_file():
+        for key, tensor in load_file(path).items():
+            client, name = key.split("/", 1)
+            states.setdefault(int(client), {})[name] = tensor
+    return states

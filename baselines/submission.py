@@ -15,10 +15,7 @@ from baselines.communication import CommunicationLog
 from baselines.config import TrainConfig
 from baselines.methods import Method
 from baselines.run_directory import RunDirectory, atomic_write_json, replace_directory
-
-TRACK = 1
-#: track of a run whose method declares provider-level DP (writes privacy.json).
-PRIVATE_TRACK = 2
+from benchmark.tracks import COMMUNICATION, PRIVACY
 
 
 def write_submission(
@@ -65,7 +62,7 @@ def write_submission(
     last = metrics[-1] if metrics else {}
     submission = {
         "method": config.preset,
-        "track": TRACK if declaration is None else PRIVATE_TRACK,
+        "track": COMMUNICATION.number if declaration is None else PRIVACY.number,
         "rounds": config.rounds,
         "clients": num_clients,
         "clients_per_round": config.clients_per_round,

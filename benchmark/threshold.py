@@ -19,7 +19,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-THRESHOLD_KEY = "track1_threshold"
+from benchmark.info import FILENAME as BENCHMARK_JSON
+from benchmark.tracks import COMMUNICATION
+
+THRESHOLD_KEY = COMMUNICATION.threshold_key
 PROVENANCE_KEY = "track1_threshold_source"
 THRESHOLD_SHARE = 0.95
 
@@ -84,7 +87,7 @@ def write_threshold(data_dir: str | Path, fedavg_test_anls: float,
     Raises:
         FileNotFoundError: the directory has no `benchmark.json`.
     """
-    path = Path(data_dir) / "benchmark.json"
+    path = Path(data_dir) / BENCHMARK_JSON
     if not path.is_file():
         raise FileNotFoundError(
             f"{path}: missing; the threshold is stored with a benchmark written by "

@@ -1,9 +1,11 @@
-"""What the evaluator needs to know about the benchmark directory without importing the benchmark."""
+"""What the evaluator needs to know about the benchmark directory (``benchmark.info`` finds it)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+from benchmark.info import benchmark_json_files
 
 DEFAULT_CLIENTS = 10
 
@@ -19,12 +21,7 @@ def clients_of(data_dir: Path | None) -> int:
     """
     if data_dir is None:
         return DEFAULT_CLIENTS
-    for candidate in (
-        Path(data_dir) / "benchmark.json",
-        Path(data_dir) / "evaluator" / "benchmark.json",
-    ):
-        if not candidate.is_file():
-            continue
+    for candidate in benchmark_json_files(data_dir):
         info = json.loads(candidate.read_text())
         for value in (
             info.get("clients"),

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from baselines.methods.base import Method
+from baselines.methods.base import Method, RunShape
 from baselines.methods.dp_fedavg import DPFedAvg, DPLoRA
 from baselines.methods.full import FullFineTuning
 from baselines.methods.lora import LoRA
+from baselines.options import discover
 
-METHODS: dict[str, type[Method]] = {
-    cls.name: cls for cls in (FullFineTuning, LoRA, DPFedAvg, DPLoRA)
-}
+#: name -> method class, every module of this package (a new method is one new file).
+METHODS: dict[str, type[Method]] = discover(__name__, Method)
 
-__all__ = ["METHODS", "DPFedAvg", "DPLoRA", "FullFineTuning", "LoRA", "Method"]
+__all__ = ["METHODS", "DPFedAvg", "DPLoRA", "FullFineTuning", "LoRA", "Method", "RunShape"]

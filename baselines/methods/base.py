@@ -1,37 +1,76 @@
 """The method interface: what a client trains and what it sends.
 
 A method prepares the model once (which parameters are trainable, hence communicated; adapters
-such as LoRA), computes a client's update from a :class:`~baselines.client.ClientJob`, and turns
+such as LoRA), computes a client's update from a :class:`~baselines.client_job.ClientJob`, and turns
 the trained model back into the base architecture for the submission. Methods and strategies are
 separate axes: any method runs under any strategy, and wrappers (a DP update rule, for instance)
 can hold an inner method and override only :meth:`Method.compute_update`.
+
+A method owns its options (``option_classes``, see :mod:`baselines.options`) and may declare
+presets (``presets``); every module of :mod:`baselines.methods` is discovered, so a new method is
+one new file. Its hooks into the client loop are :meth:`Method.local_loss` (a proximal or
+distillation term), per-client state (``ClientJob.state``, saved with the run for ``--resume``)
+and :meth:`Method.personal_model` (what a client's final model is).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
+import torch
 from torch import nn
 
-from baselines.client import ClientJob, ClientUpdate, local_training_update
+from baselines.client_job import ClientJob, ClientUpdate, local_training_update
 
 if TYPE_CHECKING:
-    from baselines.config import TrainConfig
     from baselines.task import FederatedTask
+
+
+@dataclass(frozen=True)
+class RunShape:
+    """What a method may need to know about the run when it is built.
+
+    Attributes:
+        rounds: federated rounds.
+        clients_per_round: M.
+    """
+
+    rounds: int
+    clients_per_round: int
 
 
 class Method(ABC):
     """Base class of client methods."""
 
-    name: str = ""
+    name: ClassVar[str] = ""
     #: prefix that :meth:`prepare` adds to parameter names (stripped in messages).
     prefix: str = ""
+    #: the method protects providers: the run writes ``privacy.json`` and belongs to track 2.
+    private: ClassVar[bool] = False
+    #: the options dataclasses of the method (see :mod:`baselines.options`).
+    option_classes: ClassVar[tuple[type, ...]] = ()
+    #: presets the method brings (name -> preset data, as in :mod:`baselines.presets`).
+    presets: ClassVar[dict[str, dict[str, Any]]] = {}
 
     @classmethod
     @abstractmethod
-    def from_config(cls, config: TrainConfig) -> Method:
-        """Build the method from a run's configuration."""
+    def from_options(cls, options: Mapping[str, Any], *, run: RunShape) -> Method:
+        """Build the method from its options.
+
+        Args:
+            options: option key -> value (only the keys of ``option_classes`` are read; rebuild
+                each options object with :func:`baselines.options.build_options`).
+            run: rounds and clients per round.
+
+        Returns:
+            The method.
+
+        Raises:
+            ValueError: naming the invalid option.
+        """
 
     @abstractmethod
     def prepare(self, model: nn.Module, *, seed: int) -> nn.Module:
@@ -59,6 +98,40 @@ class Method(ABC):
             The update to send.
         """
         return local_training_update(job)
+
+    def local_loss(self, job: ClientJob, batch: Mapping[str, Any], outputs: Any) -> torch.Tensor:
+        """The loss a client minimises on one batch (default: the model's own loss).
+
+        A method adds a proximal or distillation term here; it may read the round's starting
+        weights (``job.start_weights``) and its own state for the client (``job.state``).
+
+        Args:
+            job: the client's job.
+            batch: the model inputs with ``labels``.
+            outputs: what ``job.model(**batch)`` returned.
+
+        Returns:
+            A scalar to backpropagate.
+        """
+        del job, batch
+        return outputs.loss
+
+    def personal_model(self, model: nn.Module, state: Mapping[str, torch.Tensor]) -> nn.Module:
+        """A client's final personal model (default: the global model, unchanged).
+
+        Called by :meth:`baselines.engine.FederatedSimulation.personal_model` with the global
+        weights loaded; a personalised method applies the client's saved state (a local adapter,
+        a head) to a copy.
+
+        Args:
+            model: the prepared model with the final global weights.
+            state: the client's state as the method left it (empty when the client kept none).
+
+        Returns:
+            The module to evaluate for that client.
+        """
+        del state
+        return model
 
     def inference_model(self, model: nn.Module) -> nn.Module:
         """The module to evaluate (with adapters active); the prepared model by default."""

@@ -28,21 +28,22 @@ client sampling at all.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from baselines.client import ClientJob, ClientUpdate
-from baselines.methods.base import Method
+from baselines.client_job import ClientJob, ClientUpdate
+from baselines.methods.base import Method, RunShape
 from baselines.methods.full import FullFineTuning
 from baselines.methods.lora import LoRA
+from baselines.options import build_options
 from baselines.privacy.mechanism import privatize, sample_providers
 from baselines.privacy.plan import PrivacyOptions, PrivacyPlan, make_plan, min_providers
 
 if TYPE_CHECKING:
-    from baselines.config import TrainConfig
     from baselines.task import FederatedTask
 
 _SAMPLING_STREAM = 1
@@ -63,9 +64,9 @@ class DPFedAvg(Method):
     """
 
     name = "dp-fedavg"
-    #: the method protects providers (the engine writes its privacy.json, track 2).
     private = True
     inner_class: type[Method] = FullFineTuning
+    option_classes = (*FullFineTuning.option_classes, PrivacyOptions)
 
     def __init__(
         self, inner: Method, options: PrivacyOptions, *, rounds: int, clients_per_round: int
@@ -78,13 +79,13 @@ class DPFedAvg(Method):
         self.plan: PrivacyPlan | None = None
 
     @classmethod
-    def from_config(cls, config: TrainConfig) -> DPFedAvg:
-        """The inner method from the config, privacy options from its DP fields."""
+    def from_options(cls, options: Mapping[str, Any], *, run: RunShape) -> DPFedAvg:
+        """The inner method from its options, the privacy options from the DP ones."""
         return cls(
-            cls.inner_class.from_config(config),
-            config.privacy_options(),
-            rounds=config.rounds,
-            clients_per_round=config.clients_per_round,
+            cls.inner_class.from_options(options, run=run),
+            build_options(PrivacyOptions, options),
+            rounds=run.rounds,
+            clients_per_round=run.clients_per_round,
         )
 
     @property
@@ -188,6 +189,7 @@ class DPLoRA(DPFedAvg):
 
     name = "dp-lora"
     inner_class = LoRA
+    option_classes = (*LoRA.option_classes, PrivacyOptions)
 
 
 def _generator(seed: int, stream: int) -> torch.Generator:

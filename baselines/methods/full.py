@@ -6,16 +6,27 @@ visual encoder ``visual_embedding.image_model.``, kept frozen in the competition
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from torch import nn
 
-from baselines.methods.base import Method, match_prefixes
-
-if TYPE_CHECKING:
-    from baselines.config import TrainConfig
+from baselines.methods.base import Method, RunShape, match_prefixes
+from baselines.options import build_options
 
 VISUAL_ENCODER = "visual_embedding.image_model."
+
+
+@dataclass(frozen=True)
+class FullFineTuningOptions:
+    """Options of full fine-tuning.
+
+    Attributes:
+        frozen: full fine-tuning: parameter-name prefixes kept frozen and never sent.
+    """
+
+    frozen: tuple[str, ...] = (VISUAL_ENCODER,)
 
 
 class FullFineTuning(Method):
@@ -26,14 +37,15 @@ class FullFineTuning(Method):
     """
 
     name = "full"
+    option_classes = (FullFineTuningOptions,)
 
     def __init__(self, frozen: tuple[str, ...] = (VISUAL_ENCODER,)) -> None:
         self.frozen = tuple(frozen)
 
     @classmethod
-    def from_config(cls, config: TrainConfig) -> FullFineTuning:
-        """Frozen prefixes from ``config.frozen``."""
-        return cls(frozen=config.frozen)
+    def from_options(cls, options: Mapping[str, Any], *, run: RunShape) -> FullFineTuning:
+        """Frozen prefixes from the ``frozen`` option."""
+        return cls(frozen=build_options(FullFineTuningOptions, options).frozen)
 
     def prepare(self, model: nn.Module, *, seed: int) -> nn.Module:
         """Freeze the declared prefixes and unfreeze everything else."""

@@ -11,33 +11,51 @@ ones without a download or a message. For the submission the adapters are merged
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import warnings
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import torch
 from torch import nn
 
-from baselines.methods.base import Method, match_prefixes
-
-if TYPE_CHECKING:
-    from baselines.config import TrainConfig
+from baselines.methods.base import Method, RunShape, match_prefixes
+from baselines.options import build_options, option
 
 DEFAULT_TARGETS = ("q", "v")
 DEFAULT_SCOPE = "language_backbone"
 DEFAULT_FULLY_TRAINED = ("spatial_embedding.", "visual_embedding.visual_emb_matcher.")
 
 
+@dataclass(frozen=True)
+class LoRAOptions:
+    """Options of LoRA (the ``lora`` and ``dp-lora`` methods).
+
+    Attributes:
+        rank: LoRA rank r.
+        alpha: LoRA alpha (default 2 x rank).
+        targets: Comma-separated module names that get adapters (T5: q, k, v, o, wi, wo).
+        scope: LoRA: module prefix adapters are restricted to ("" for anywhere).
+        fully_trained: LoRA: comma-separated parameter-name prefixes trained and sent in full.
+        dropout: LoRA dropout.
+    """
+
+    key_prefix: ClassVar[str] = "lora_"
+    rank: int = 6
+    alpha: float | None = None
+    targets: tuple[str, ...] = DEFAULT_TARGETS
+    scope: str = DEFAULT_SCOPE
+    fully_trained: tuple[str, ...] = option(DEFAULT_FULLY_TRAINED, key="fully_trained")
+    dropout: float = 0.0
+
+
 class LoRA(Method):
     """Low-rank adapters on named linear layers plus fully trained modules.
 
     Args:
-        rank: r.
-        alpha: scaling numerator (``None``: 2 r).
-        targets: module-name suffixes to adapt (e.g. ``q``, ``v``, ``k``, ``o``, ``wi``).
-        scope: only modules under this prefix are adapted (``""``: anywhere).
-        fully_trained: parameter-name prefixes trained and sent in full.
-        dropout: LoRA dropout.
+        rank, alpha, targets, scope, fully_trained, dropout: as in :class:`LoRAOptions`.
 
     Raises:
         ValueError: for a rank < 1 or no target.
@@ -45,6 +63,7 @@ class LoRA(Method):
 
     name = "lora"
     prefix = "base_model.model."
+    option_classes = (LoRAOptions,)
 
     def __init__(
         self,
@@ -68,16 +87,9 @@ class LoRA(Method):
         self.dropout = dropout
 
     @classmethod
-    def from_config(cls, config: TrainConfig) -> LoRA:
-        """Rank, alpha, targets, scope, dropout and fully trained prefixes from the config."""
-        return cls(
-            rank=config.lora_rank,
-            alpha=config.lora_alpha,
-            targets=config.lora_targets,
-            scope=config.lora_scope,
-            fully_trained=config.fully_trained,
-            dropout=config.lora_dropout,
-        )
+    def from_options(cls, options: Mapping[str, Any], *, run: RunShape) -> LoRA:
+        """Rank, alpha, targets, scope, dropout and fully trained prefixes from the options."""
+        return cls(**dataclasses.asdict(build_options(LoRAOptions, options)))
 
     def _pattern(self, targets: tuple[str, ...]) -> str:
         """peft's ``target_modules`` regex (matched with ``re.fullmatch`` on module names)."""

@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from accountant.declaration import FIELDS as DECLARATION_FIELDS
+from accountant.declaration import PrivacyDeclaration
+from baselines.options import option
 from baselines.privacy.mechanism import SAMPLINGS
 
 ANALYSES = ("competition", "strict")
@@ -26,17 +29,20 @@ REFERENCE_PROVIDER_FRACTION = 50 / 400
 
 @dataclass(frozen=True)
 class PrivacyOptions:
-    """What a DP run asks for.
+    """What a DP run asks for (the options of the ``dp-`` methods).
 
     Attributes:
-        epsilon: target epsilon per provider (``None``: declare what ``noise_multiplier`` gives).
-        delta: target delta in (0, 1).
-        noise_multiplier: sigma (``None``: calibrated from ``epsilon``).
-        clipping_norm: S, the L2 bound of one provider's update.
-        providers_per_round: m, expected providers a sampled client trains on per round
-            (``None``: the reference share 50/400 of the fewest providers at a client, at least 1).
-        sampling: ``poisson`` or ``fixed`` (provider sampling at a client).
-        analysis: ``competition`` (q = M/K x m/N) or ``strict`` (q = m/N).
+        epsilon: DP methods: target epsilon per provider (the noise is calibrated to it; unset:
+            declare what --noise-multiplier gives).
+        delta: DP methods: target delta in (0, 1) (default 1e-5).
+        noise_multiplier: DP methods: noise multiplier sigma instead of calibrating it.
+        clipping_norm: DP methods: S, the L2 bound of one provider's update (default 0.5).
+        providers_per_round: DP methods: m, expected providers per sampled client per round
+            (default 50/400 of the fewest providers at a client, at least 1).
+        sampling: DP methods: provider sampling at a client, poisson or fixed (fixed is not
+            covered by the accountant).
+        analysis: DP methods: sampling-rate analysis, competition (q = M/K x m/N) or strict
+            (q = m/N, no amplification by clients).
 
     Raises:
         ValueError: naming the invalid option and what to do.
@@ -47,8 +53,10 @@ class PrivacyOptions:
     noise_multiplier: float | None = None
     clipping_norm: float = 0.5
     providers_per_round: int | None = None
-    sampling: str = "poisson"
-    analysis: str = "competition"
+    sampling: str = option("poisson", key="provider_sampling", flag="--sampling",
+                           choices=SAMPLINGS)
+    analysis: str = option("competition", key="privacy_analysis", flag="--analysis",
+                           choices=ANALYSES)
 
     def __post_init__(self) -> None:
         if self.epsilon is not None and not (math.isfinite(self.epsilon) and self.epsilon > 0):
@@ -84,54 +92,25 @@ class PrivacyOptions:
 
 
 @dataclass(frozen=True)
-class PrivacyPlan:
+class PrivacyPlan(PrivacyDeclaration):
     """The mechanism every sampled client applies, and what the run declares.
 
+    The declared fields are the accountant's :class:`~accountant.declaration.PrivacyDeclaration`
+    (``privacy.json`` has one home); the plan adds the rates the mechanism uses.
+
     Attributes:
-        epsilon, delta: the declared budget per provider.
-        noise_multiplier: sigma.
-        clipping_norm: S.
-        rounds: steps of the mechanism.
-        clients: K.
-        clients_per_round: M.
-        providers_per_round: m (expected sampled providers; the divisor of the noisy sum).
-        min_providers: N, the fewest providers at any client.
-        sampling: ``poisson`` or ``fixed``.
-        analysis: ``competition`` or ``strict``.
         sample_rate: the per-round sampling rate the accountant was given.
         provider_rate: the Poisson inclusion probability at a client, ``m / N``.
     """
 
-    epsilon: float
-    delta: float
-    noise_multiplier: float
-    clipping_norm: float
-    rounds: int
-    clients: int
-    clients_per_round: int
-    providers_per_round: int
-    min_providers: int
-    sampling: str
-    analysis: str
-    sample_rate: float
-    provider_rate: float
+    sample_rate: float = 0.0
+    provider_rate: float = 0.0
 
     def declaration(self) -> dict[str, Any]:
-        """The ``privacy.json`` object (exactly the keys of docs/design.md)."""
-        return {
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "noise_multiplier": self.noise_multiplier,
-            "clipping_norm": self.clipping_norm,
-            "rounds": self.rounds,
-            "clients": self.clients,
-            "clients_per_round": self.clients_per_round,
-            "providers_per_round": self.providers_per_round,
-            "min_providers": self.min_providers,
-            "sampling": self.sampling,
-            "analysis": self.analysis,
-            "unit": "provider",
-        }
+        """The ``privacy.json`` object, written by the accountant's declaration class."""
+        return PrivacyDeclaration(
+            **{name: getattr(self, name) for name in DECLARATION_FIELDS}
+        ).to_dict()
 
 
 def default_providers_per_round(min_providers: int) -> int:
@@ -244,6 +223,7 @@ def make_plan(
         min_providers=int(fewest_providers),
         sampling=options.sampling,
         analysis=options.analysis,
+        unit="provider",
         sample_rate=rate,
         provider_rate=m / fewest_providers,
     )

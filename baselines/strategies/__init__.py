@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from baselines.options import discover
 from baselines.strategies.base import Strategy, StrategyConfig
 from baselines.strategies.fedadam import FedAdam
 from baselines.strategies.fedavg import FedAvg
@@ -9,9 +10,8 @@ from baselines.strategies.fedavgm import FedAvgM
 from baselines.strategies.fedopt import FedOpt
 from baselines.strategies.fedyogi import FedYogi
 
-STRATEGIES: dict[str, type[Strategy]] = {
-    cls.name: cls for cls in (FedAvg, FedAvgM, FedAdam, FedYogi)
-}
+#: name -> strategy class, every module of this package (a new strategy is one new file).
+STRATEGIES: dict[str, type[Strategy]] = discover(__name__, Strategy)
 
 
 def get_strategy(name: str, config: StrategyConfig) -> Strategy:

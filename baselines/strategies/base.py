@@ -12,11 +12,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import torch
 
-from baselines.client import ClientUpdate
+from baselines.client_job import ClientUpdate
+from baselines.options import option
 
 
 @dataclass(frozen=True)
@@ -25,17 +27,18 @@ class StrategyConfig:
 
     Attributes:
         clients_per_round: M, clients sampled (without replacement) each round.
-        weighted: weight client updates by their number of examples (else a plain mean).
-        server_lr: server learning rate eta (``None``: the strategy's default, 1 for FedAvg and
+        weighted: weight client updates by their number of examples (--unweighted: a plain
+            mean).
+        server_lr: server learning rate eta (unset: the strategy's default, 1 for FedAvg and
             FedAvgM, 1e-2 for FedAdam and FedYogi).
-        server_momentum: beta of FedAvgM.
+        server_momentum: FedAvgM momentum beta.
         beta1: first-moment decay of FedAdam / FedYogi.
         beta2: second-moment decay of FedAdam / FedYogi.
-        tau: adaptivity of FedAdam / FedYogi (``v_{-1} = tau^2``).
+        tau: adaptivity of FedAdam / FedYogi (v_{-1} = tau^2).
     """
 
     clients_per_round: int = 2
-    weighted: bool = True
+    weighted: bool = option(True, flag="--unweighted", negate=True)
     server_lr: float | None = None
     server_momentum: float = 0.9
     beta1: float = 0.9
@@ -62,8 +65,10 @@ class Strategy(ABC):
         config: the shared options.
     """
 
-    name: str = ""
+    name: ClassVar[str] = ""
     default_server_lr: float = 1.0
+    #: the options dataclasses of the strategy (see :mod:`baselines.options`).
+    option_classes: ClassVar[tuple[type, ...]] = (StrategyConfig,)
 
     def __init__(self, config: StrategyConfig) -> None:
         self.config = config

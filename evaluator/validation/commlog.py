@@ -1,7 +1,7 @@
 """The communication log (``communication_log.csv``): parsed with limits, validated, tallied.
 
-Format (docs/design.md): header ``federated_round,sender,receiver,amount_of_bytes``, one row per
-message, the server is -1 and clients are 0..K-1. Track 1 ranks on the total bytes exchanged in
+Format and row rules: :mod:`benchmark.communication_log` (the engine writes with the same
+module). Track 1 ranks on the total bytes exchanged in
 both directions (PFL-DocVQA competition rules).
 """
 
@@ -12,11 +12,10 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmark.communication_log import HEADER, SERVER, MessageError, check_message
 from evaluator.validation.errors import InvalidSubmission
 
 PART = "communication_log"
-HEADER = ("federated_round", "sender", "receiver", "amount_of_bytes")
-SERVER = -1
 MAX_LINE_CHARS = 200
 
 
@@ -142,7 +141,10 @@ def parse_log(
             )
         row = next(csv.reader(io.StringIO(line)))
         round_, sender, receiver, amount = _row_values(row, number)
-        _check_row(number, round_, sender, receiver, amount, clients)
+        try:
+            check_message(round_, sender, receiver, amount, clients=clients)
+        except MessageError as error:
+            raise InvalidSubmission(PART, f"line {number}: {error}") from None
         if tallies and round_ < tallies[-1].round:
             raise InvalidSubmission(
                 PART,
@@ -182,31 +184,6 @@ def _row_values(row: list[str], number: int) -> tuple[int, int, int, int]:
             )
         values.append(int(cell))
     return values[0], values[1], values[2], values[3]
-
-
-def _check_row(
-    number: int, round_: int, sender: int, receiver: int, amount: int, clients: int
-) -> None:
-    """Range checks of one message."""
-    if round_ < 0:
-        raise InvalidSubmission(PART, f"line {number}: federated_round {round_} is negative")
-    for name, node in (("sender", sender), ("receiver", receiver)):
-        if not SERVER <= node < clients:
-            raise InvalidSubmission(
-                PART,
-                f"line {number}: {name} {node} is not the server (-1) or a "
-                f"client id in 0..{clients - 1}",
-            )
-    if (sender == SERVER) == (receiver == SERVER):
-        raise InvalidSubmission(
-            PART,
-            f"line {number}: every message goes between the server (-1) "
-            f"and a client, got {sender} -> {receiver}",
-        )
-    if amount <= 0:
-        raise InvalidSubmission(
-            PART, f"line {number}: amount_of_bytes must be positive, got {amount}"
-        )
 
 
 def _check_consistency(

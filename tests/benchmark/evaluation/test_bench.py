@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmark.bench import REFERENCE_MAX_LENGTH, reference_predict
+from bench.bench import REFERENCE_MAX_LENGTH, reference_predict
 from benchmark.data import load_split
 from benchmark.evaluation import predict
 from benchmark.model import load_model, load_processor

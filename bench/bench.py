@@ -16,7 +16,7 @@ machine. It prints both throughputs (questions/s), their ratio (target: >= 3x on
 checks that both give the same predictions and ANLS. Without the shipped `base` model it uses a
 randomly initialised tiny model (scores are then meaningless; speed and equality still hold).
 
-Usage: `python -m benchmark.bench [--checkpoint DIR|base] [--data DIR] [--split val] [--limit N]`.
+Usage: `python -m bench.bench [--checkpoint DIR|base] [--data DIR] [--split val] [--limit N]`.
 """
 
 from __future__ import annotations

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
-from baselines.parameters import CommunicatedParameters, get_values, set_values
+from baselines.parameters import CommunicatedParameters, get_values, parameter_map, set_values
 
 if TYPE_CHECKING:
     from datasets import Dataset
 
-    from baselines.local_training import LocalTrainer, TrainStats
+    from baselines.local_training import LocalTrainer, LossHook, TrainStats
 
 
 @dataclass
@@ -54,6 +54,9 @@ class ClientJob:
         dataset: the client's local data (a ``datasets.Dataset`` with a ``provider`` column).
         trainer: the local optimisation loop.
         seed: the seed of this client in this round (shuffling, dropout).
+        state: the method's state for this client, kept across rounds and saved with the run
+            (``--resume`` restores it exactly); the method reads and changes it in place.
+        loss: the method's loss hook for this job (``None``: the model's own loss).
     """
 
     federated_round: int
@@ -64,6 +67,8 @@ class ClientJob:
     dataset: Dataset
     trainer: LocalTrainer
     seed: int
+    state: dict[str, torch.Tensor] = field(default_factory=dict)
+    loss: LossHook | None = None
 
     def reset(self) -> None:
         """Load the round's starting weights back into the model."""
@@ -80,12 +85,18 @@ class ClientJob:
             The trainer's statistics.
         """
         data = self.dataset if dataset is None else dataset
-        return self.trainer.train(self.model, data, seed=self.seed if seed is None else seed)
+        return self.trainer.train(
+            self.model, data, seed=self.seed if seed is None else seed, loss=self.loss
+        )
 
     def delta(self) -> dict[str, torch.Tensor]:
         """Current communicated values minus the starting weights."""
         current = get_values(self.model, self.parameters)
         return {name: current[name] - self.start_weights[name] for name in self.parameters.names}
+
+    def live_parameters(self) -> dict[str, torch.Tensor]:
+        """The model's communicated parameters by canonical name, live (for a loss term)."""
+        return parameter_map(self.model, self.parameters)
 
     def indices_by_provider(self) -> dict[str, list[int]]:
         """Row indices of the client's data grouped by provider (sorted by provider name)."""

@@ -1,0 +1,49 @@
+"""AdamW, the local optimiser of the competition's baselines.
+
+Loshchilov and Hutter 2019, "Decoupled Weight Decay Regularization"
+(https://arxiv.org/abs/1711.05101), as ``torch.optim.AdamW`` with its default betas and eps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import torch
+
+from baselines.optimizers.base import Optimizer
+
+
+@dataclass(frozen=True)
+class AdamWOptions:
+    """Options of the local AdamW.
+
+    Attributes:
+        lr: local learning rate.
+        weight_decay: local decoupled weight decay.
+
+    Raises:
+        ValueError: for a learning rate <= 0 or a negative weight decay.
+    """
+
+    lr: float = 2e-4
+    weight_decay: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr}")
+        if self.weight_decay < 0:
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
+
+
+class AdamW(Optimizer):
+    """``torch.optim.AdamW`` with the options' learning rate and weight decay."""
+
+    name = "adamw"
+    option_classes = (AdamWOptions,)
+
+    def __call__(self, parameters: Iterable[torch.nn.Parameter]) -> torch.optim.Optimizer:
+        """A fresh AdamW over ``parameters``."""
+        return torch.optim.AdamW(
+            list(parameters), lr=self.options.lr, weight_decay=self.options.weight_decay
+        )

@@ -1,0 +1,54 @@
+"""SGD with (optionally Nesterov) momentum as a local optimiser (``torch.optim.SGD``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import torch
+
+from baselines.optimizers.base import Optimizer
+
+
+@dataclass(frozen=True)
+class SGDOptions:
+    """Options of the local SGD.
+
+    Attributes:
+        lr: local learning rate.
+        momentum: sgd: momentum factor (0: plain SGD).
+        nesterov: sgd: Nesterov momentum (needs momentum > 0).
+        weight_decay: local L2 weight decay.
+
+    Raises:
+        ValueError: for a learning rate <= 0, a momentum outside [0, 1) or Nesterov without
+            momentum.
+    """
+
+    lr: float = 1e-2
+    momentum: float = 0.9
+    nesterov: bool = False
+    weight_decay: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr}")
+        if not 0 <= self.momentum < 1:
+            raise ValueError(f"--momentum must be in [0, 1), got {self.momentum}")
+        if self.nesterov and self.momentum == 0:
+            raise ValueError("--nesterov needs --momentum > 0")
+        if self.weight_decay < 0:
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
+
+
+class SGD(Optimizer):
+    """``torch.optim.SGD`` with momentum."""
+
+    name = "sgd"
+    option_classes = (SGDOptions,)
+
+    def __call__(self, parameters: Iterable[torch.nn.Parameter]) -> torch.optim.Optimizer:
+        """A fresh SGD over ``parameters``."""
+        o = self.options
+        return torch.optim.SGD(list(parameters), lr=o.lr, momentum=o.momentum,
+                               nesterov=o.nesterov, weight_decay=o.weight_decay)

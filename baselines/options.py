@@ -1,0 +1,210 @@
+"""Component options: each method, strategy and optimiser declares its own, documented once.
+
+A component (a :class:`~baselines.methods.base.Method`, a
+:class:`~baselines.strategies.base.Strategy`, an :class:`~baselines.optimizers.base.Optimizer`)
+lists its options as frozen dataclasses in ``option_classes``. The ``Attributes:`` section of an
+options class's docstring is its documentation, and ``pflkit train --help`` shows it; field
+metadata (:func:`option`) only says where the command line differs from the field's name. Every
+option has a *key*, unique across the kit, which is the name a preset and ``TrainConfig.options``
+use (``lora_rank``, ``server_lr``, ``epsilon``) and from which its command-line flag is spelled.
+
+A component's options are rebuilt from the keys it owns by :func:`build_options`, so its own
+validation (``__post_init__``) runs on every configuration, with an error that names the flag.
+
+Discovery (:func:`discover`) imports every module of a package and collects the component classes
+defined there, so a new method, strategy or optimiser is one new file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import pkgutil
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_ATTRIBUTE = re.compile(r"^(\s*)([A-Za-z_][A-Za-z0-9_]*(?:,\s*[A-Za-z_][A-Za-z0-9_]*)*):\s*(.*)$")
+
+
+def option(default: Any = dataclasses.MISSING, *, key: str | None = None,
+           flag: str | None = None, negate: bool = False,
+           choices: tuple[str, ...] | None = None) -> Any:
+    """A dataclass field of an options class whose command line differs from its name.
+
+    Args:
+        default: the field's default value.
+        key: the option's kit-wide key (default: the class's ``key_prefix`` + the field name).
+        flag: the command-line flag (default: ``--`` + the key with dashes).
+        negate: the flag is a switch that sets the field to ``False`` (``--unweighted``).
+        choices: the allowed values of a string option.
+
+    Returns:
+        A ``dataclasses.field``.
+    """
+    metadata = {"key": key, "flag": flag, "negate": negate, "choices": choices}
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One option as the command line and the configuration see it.
+
+    Attributes:
+        key: kit-wide key (``lora_rank``).
+        field: the field of the options class (``rank``).
+        owner: the options class.
+        flag: command-line flag (``--lora-rank``).
+        kind: ``int``, ``float``, ``str``, ``csv`` (tuple of names) or ``switch``.
+        help: the description from the class's ``Attributes:`` docstring.
+        negate: a switch that sets the field to ``False``.
+        choices: allowed values of a string option.
+    """
+
+    key: str
+    field: str
+    owner: type
+    flag: str
+    kind: str
+    help: str
+    negate: bool = False
+    choices: tuple[str, ...] | None = None
+
+    def to_field(self, value: Any) -> Any:
+        """The field value of a command-line value (a switch given means ``not negate``)."""
+        if self.kind == "switch":
+            return not self.negate if value else self.negate
+        return value
+
+
+def _kind(annotation: str) -> str:
+    """The command-line kind of a field annotation (strings under postponed evaluation)."""
+    text = str(annotation)
+    if "tuple" in text:
+        return "csv"
+    if text.startswith("bool"):
+        return "switch"
+    for kind in ("int", "float", "str"):
+        if text.startswith(kind):
+            return kind
+    raise TypeError(f"options field of type {text!r} has no command-line form; use int, float, "
+                    "str, bool or tuple[str, ...]")
+
+
+def _attribute_docs(cls: type) -> dict[str, str]:
+    """``name: description`` lines of the ``Attributes:`` section of a class docstring."""
+    docs: dict[str, str] = {}
+    lines = inspect.getdoc(cls).splitlines() if inspect.getdoc(cls) else []
+    inside, indent, current = False, 0, []
+    for line in lines:
+        if line.strip() == "Attributes:":
+            inside = True
+            continue
+        if not inside:
+            continue
+        if line.strip() and not line.startswith(" "):
+            break
+        match = _ATTRIBUTE.match(line)
+        if match and (not current or len(match.group(1)) <= indent):
+            indent = len(match.group(1))
+            current = [name.strip() for name in match.group(2).split(",")]
+            for name in current:
+                docs[name] = match.group(3).strip()
+        elif current and line.strip():
+            for name in current:
+                docs[name] += " " + line.strip()
+    return docs
+
+
+def option_specs(cls: type) -> list[OptionSpec]:
+    """The options of an options class, in field order.
+
+    Args:
+        cls: a frozen dataclass, optionally with a ``key_prefix`` class attribute.
+
+    Returns:
+        One spec per field.
+
+    Raises:
+        TypeError: when ``cls`` is not a dataclass or a field has no command-line form.
+    """
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError(f"{cls.__name__} is not a dataclass; options classes are dataclasses")
+    docs = _attribute_docs(cls)
+    prefix = getattr(cls, "key_prefix", "")
+    specs = []
+    for field in dataclasses.fields(cls):
+        meta = field.metadata
+        key = meta.get("key") or prefix + field.name
+        specs.append(OptionSpec(
+            key=key,
+            field=field.name,
+            owner=cls,
+            flag=meta.get("flag") or "--" + key.replace("_", "-"),
+            kind=_kind(field.type),
+            help=docs.get(field.name, ""),
+            negate=bool(meta.get("negate")),
+            choices=meta.get("choices"),
+        ))
+    return specs
+
+
+def build_options(cls: type[T], values: Mapping[str, Any]) -> T:
+    """An options object from the kit-wide keys it owns (others are left for other classes).
+
+    Args:
+        cls: the options class.
+        values: key -> value (lists become tuples).
+
+    Returns:
+        The validated options object.
+    """
+    chosen = {
+        spec.field: tuple(values[spec.key]) if isinstance(values[spec.key], list)
+        else values[spec.key]
+        for spec in option_specs(cls)
+        if spec.key in values
+    }
+    return cls(**chosen)
+
+
+def option_keys(classes: Iterable[type]) -> set[str]:
+    """The keys of every field of the given options classes."""
+    return {spec.key for cls in classes for spec in option_specs(cls)}
+
+
+def discover(package: str, base: type[T]) -> dict[str, type[T]]:
+    """The concrete subclasses of ``base`` defined in the modules of a package, by ``name``.
+
+    Args:
+        package: a package name (``baselines.methods``).
+        base: the component base class (a class is listed when it sets a ``name`` of its own).
+
+    Returns:
+        Name -> class, sorted by name.
+
+    Raises:
+        ValueError: when two classes claim the same name.
+    """
+    root = importlib.import_module(package)
+    found: dict[str, type[T]] = {}
+    for module_info in pkgutil.iter_modules(root.__path__):
+        module = importlib.import_module(f"{package}.{module_info.name}")
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if (
+                cls.__module__ == module.__name__
+                and issubclass(cls, base)
+                and cls.__dict__.get("name")
+                and not inspect.isabstract(cls)
+            ):
+                if cls.name in found and found[cls.name] is not cls:
+                    raise ValueError(
+                        f"{cls.__module__}.{cls.__qualname__} and {found[cls.name].__qualname__} "
+                        f"are both named {cls.name!r}; give one of them another name"
+                    )
+                found[cls.name] = cls
+    return dict(sorted(found.items()))

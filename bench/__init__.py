@@ -1,0 +1,1 @@
+"""Speed and load scripts of the kit (`make bench`): not part of any product package."""

@@ -1,0 +1,83 @@
+"""The communication log's format (``communication_log.csv``): part of the benchmark's contract.
+
+One row per message, header ``federated_round,sender,receiver,amount_of_bytes``; the server is
+``-1`` and clients are ``0..K-1``; every message goes between the server and one client;
+``amount_of_bytes`` is positive (the tensor data as sent). The training engine
+(``baselines.communication``) writes rows with :func:`format_rows` and the evaluator
+(``evaluator.validation.commlog``) checks every row it reads with :func:`check_message`, so the
+writer and the validator cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable
+
+FILENAME = "communication_log.csv"
+HEADER: tuple[str, ...] = ("federated_round", "sender", "receiver", "amount_of_bytes")
+#: the server's id in ``sender`` and ``receiver``.
+SERVER = -1
+
+
+class MessageError(ValueError):
+    """A message that breaks the log's row rules (the text says which rule and the values)."""
+
+
+def check_endpoints(sender: int, receiver: int) -> None:
+    """A message goes between the server (-1) and one client.
+
+    Args:
+        sender: sender id.
+        receiver: receiver id.
+
+    Raises:
+        MessageError: for client-to-client or server-to-server messages.
+    """
+    if (sender == SERVER) == (receiver == SERVER):
+        raise MessageError(
+            f"every message goes between the server (-1) and a client, got {sender} -> {receiver}"
+        )
+
+
+def check_message(
+    federated_round: int, sender: int, receiver: int, amount_of_bytes: int, *, clients: int
+) -> None:
+    """Check one row against the format's rules.
+
+    Args:
+        federated_round: the round (>= 0).
+        sender: sender id (-1 or 0..K-1).
+        receiver: receiver id (-1 or 0..K-1).
+        amount_of_bytes: bytes of tensor data (> 0).
+        clients: K.
+
+    Raises:
+        MessageError: naming the first broken rule.
+    """
+    if federated_round < 0:
+        raise MessageError(f"federated_round {federated_round} is negative")
+    for name, node in (("sender", sender), ("receiver", receiver)):
+        if not SERVER <= node < clients:
+            raise MessageError(
+                f"{name} {node} is not the server (-1) or a client id in 0..{clients - 1}"
+            )
+    check_endpoints(sender, receiver)
+    if amount_of_bytes <= 0:
+        raise MessageError(f"amount_of_bytes must be positive, got {amount_of_bytes}")
+
+
+def format_rows(rows: Iterable[tuple[int, int, int, int]]) -> str:
+    """The CSV text of a log: the header, then one ``round,sender,receiver,bytes`` line a message.
+
+    Args:
+        rows: ``(federated_round, sender, receiver, amount_of_bytes)`` per message, in order.
+
+    Returns:
+        The file's content (``\\n`` line ends).
+    """
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(HEADER)
+    writer.writerows(rows)
+    return buffer.getvalue()

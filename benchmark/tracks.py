@@ -1,0 +1,86 @@
+"""The competition's tracks: what each ranks on, its thresholds and budgets, what it needs.
+
+PFL-DocVQA (Tito et al., https://arxiv.org/abs/2312.10108; competition rules) has two tracks:
+track 1 ranks submissions that reach an ANLS threshold by the bytes they communicated, track 2
+ranks verified provider-level DP submissions by ANLS within each privacy budget. The submission
+writer (``baselines.submission``) reads this module; the evaluator and the leaderboard are meant
+to read it as well. A new track (personalisation is next) is one more :class:`Track` in
+:data:`TRACKS` plus its scoring and ranking functions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: upload parts and the files of a run directory they come from.
+PART_FILES: dict[str, str] = {
+    "model": "checkpoint/model.safetensors",
+    "communication_log": "communication_log.csv",
+    "metadata": "submission.json",
+    "privacy": "privacy.json",
+}
+
+
+@dataclass(frozen=True)
+class Track:
+    """One track of the benchmark.
+
+    Attributes:
+        number: the track's number in submissions (``submission.json`` ``track``).
+        name: short name (``communication``, ``privacy``).
+        ranking: the figure a track ranks on (``total_bytes``: fewer first; ``anls``: higher
+            first).
+        parts: the upload parts a submission of this track needs (keys of :data:`PART_FILES`).
+        threshold: the ANLS a submission must reach to be ranked on the real PFL-DocVQA data
+            (``None``: no threshold); a benchmark directory may state its own.
+        threshold_key: the key of ``benchmark.json`` that states a benchmark's own threshold.
+        budgets: the epsilon budgets, one ranking each (empty: one ranking).
+        delta: the largest delta a privacy claim may have (``None``: no privacy claim).
+    """
+
+    number: int
+    name: str
+    ranking: str
+    parts: tuple[str, ...]
+    threshold: float | None = None
+    threshold_key: str | None = None
+    budgets: tuple[float, ...] = ()
+    delta: float | None = None
+
+
+COMMUNICATION = Track(
+    number=1,
+    name="communication",
+    ranking="total_bytes",
+    parts=("model", "communication_log", "metadata"),
+    threshold=0.8242,  # 95% of the organisers' FedAvg test ANLS (0.8676)
+    threshold_key="track1_threshold",
+)
+PRIVACY = Track(
+    number=2,
+    name="privacy",
+    ranking="anls",
+    parts=("model", "communication_log", "metadata", "privacy"),
+    budgets=(1.0, 4.0, 8.0),
+    delta=1e-5,
+)
+
+#: number -> track.
+TRACKS: dict[int, Track] = {track.number: track for track in (COMMUNICATION, PRIVACY)}
+
+
+def get_track(number: int) -> Track:
+    """The track with this number.
+
+    Args:
+        number: a key of :data:`TRACKS`.
+
+    Returns:
+        The track.
+
+    Raises:
+        ValueError: for an unknown number.
+    """
+    if number not in TRACKS:
+        raise ValueError(f"unknown track {number!r}; the benchmark has tracks {sorted(TRACKS)}")
+    return TRACKS[number]
