@@ -187,6 +187,7 @@ def train(
                 "rounds": summary.rounds,
                 "bytes_per_message": summary.bytes_per_message,
                 "total_bytes": summary.total_bytes,
+                "official_logger_total_bytes": simulation.channel.log.official_logger_total(),
                 "val_anls": summary.metrics[-1].get("val_anls") if summary.metrics else None,
                 "wall_seconds": round(summary.timing["wall"], 2),
                 "engine_overhead": round(summary.overhead, 3),

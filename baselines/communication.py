@@ -9,6 +9,7 @@ serialised size and the SHA-256 of the payload.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
@@ -16,7 +17,13 @@ from dataclasses import asdict, dataclass
 import torch
 
 from baselines.wire import EncodedMessage, WireCodec
-from benchmark.communication_log import SERVER, MessageError, check_endpoints, format_rows
+from benchmark.communication_log import (
+    SERVER,
+    MessageError,
+    check_endpoints,
+    format_rows,
+    official_logger_bytes,
+)
 
 
 @dataclass(frozen=True)
@@ -33,6 +40,8 @@ class MessageRecord:
         direction: ``down`` (server to client) or ``up``.
         sha256: SHA-256 of the payload.
         parameters: canonical names of the tensors carried.
+        official_logger_bytes: what the official starter kit's logger would have counted
+            (tied embedding once per state-dict name, 4 bytes a value); for comparison only.
     """
 
     federated_round: int
@@ -44,6 +53,7 @@ class MessageRecord:
     direction: str
     sha256: str
     parameters: tuple[str, ...]
+    official_logger_bytes: int = 0
 
     def to_json(self) -> str:
         """One JSON line."""
@@ -72,6 +82,10 @@ class CommunicationLog:
     def total_bytes(self) -> int:
         """Sum of ``amount_of_bytes`` over all messages."""
         return sum(record.amount_of_bytes for record in self.records)
+
+    def official_logger_total(self) -> int:
+        """Sum of what the official logger would have counted (for the published tables)."""
+        return sum(record.official_logger_bytes for record in self.records)
 
     def bytes_by_direction(self) -> dict[str, int]:
         """Total ``amount_of_bytes`` per direction (``down``, ``up``)."""
@@ -115,7 +129,10 @@ class Channel:
 
     def encode(self, tensors: Mapping[str, torch.Tensor]) -> EncodedMessage:
         """Encode a message once (a broadcast reuses it for every receiver)."""
-        return self.codec.encode(tensors)
+        values = {name: tensor.numel() for name, tensor in tensors.items()}
+        return dataclasses.replace(
+            self.codec.encode(tensors), official_logger_bytes=official_logger_bytes(values)
+        )
 
     def deliver(
         self, message: EncodedMessage, *, federated_round: int, sender: int, receiver: int
@@ -146,6 +163,7 @@ class Channel:
                 direction="down" if sender == SERVER else "up",
                 sha256=message.sha256,
                 parameters=message.names,
+                official_logger_bytes=message.official_logger_bytes,
             )
         )
         return self.codec.decode(message)

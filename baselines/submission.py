@@ -72,6 +72,7 @@ def write_submission(
         "method_options": method.describe(),
         "messages": len(log.records),
         "total_bytes": log.total_bytes(),
+        "official_logger_total_bytes": log.official_logger_total(),
         "bytes_downlink": directions["down"],
         "bytes_uplink": directions["up"],
         "bytes_per_message": sizes[0] if len(sizes) == 1 else sizes,

@@ -12,12 +12,45 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 FILENAME = "communication_log.csv"
 HEADER: tuple[str, ...] = ("federated_round", "sender", "receiver", "amount_of_bytes")
 #: the server's id in ``sender`` and ``receiver``.
 SERVER = -1
+
+
+#: The names under which the public VT5 state dict holds its one tied T5 embedding.
+TIED_EMBEDDING_NAMES: tuple[str, ...] = (
+    "language_backbone.shared.weight",
+    "language_backbone.encoder.embed_tokens.weight",
+    "language_backbone.decoder.embed_tokens.weight",
+    "language_backbone.lm_head.weight",
+)
+#: Bytes a value took in the official logger's count (it sent float32 numpy arrays).
+OFFICIAL_BYTES_PER_VALUE = 4
+
+
+def official_logger_bytes(values_per_tensor: Mapping[str, int]) -> int:
+    """What the official starter kit's logger would have written for one message.
+
+    Its `log_communication` summed `nbytes` over every state-dict entry it sent, in float32, so
+    the tied T5 embedding counted once per name it has in the state dict (four times: shared,
+    encoder and decoder `embed_tokens`, `lm_head`), and every message counted 4 bytes a value
+    whatever its wire format. The kit ranks by the exact count (`amount_of_bytes`); this figure
+    only lets participants compare with the published tables (the baseline's "1.12 GB").
+
+    Args:
+        values_per_tensor: number of values of each tensor the message carries, by kit name (the
+            tied embedding appears once, as `language_backbone.shared.weight`).
+
+    Returns:
+        The official logger's byte count for the message.
+    """
+    values = sum(values_per_tensor.values())
+    shared = values_per_tensor.get(TIED_EMBEDDING_NAMES[0], 0)
+    aliases = [name for name in TIED_EMBEDDING_NAMES[1:] if name not in values_per_tensor]
+    return OFFICIAL_BYTES_PER_VALUE * (values + shared * len(aliases))
 
 
 class MessageError(ValueError):

@@ -19,12 +19,15 @@ class EncodedMessage:
         data_bytes: bytes of tensor data as sent, the competition's ``amount_of_bytes``.
         names: canonical names of the tensors the message carries, in order.
         format: wire-format name (``fp32``, ``nf4``).
+        official_logger_bytes: what the official starter kit's logger would have counted for
+            the same tensors (:func:`benchmark.communication_log.official_logger_bytes`).
     """
 
     payload: bytes
     data_bytes: int
     names: tuple[str, ...]
     format: str
+    official_logger_bytes: int = 0
 
     @property
     def sha256(self) -> str:

@@ -34,6 +34,7 @@ from typing import Any
 
 import torch
 
+from benchmark.communication_log import TIED_EMBEDDING_NAMES
 from benchmark.model.checkpoint import (
     CONFIG_NAME,
     WEIGHTS_NAME,
@@ -51,13 +52,6 @@ PUBLIC_MAX_ANSWER_TOKENS = 19
 #: T5Tokenizer's default number of `<extra_id_N>` sentinels.
 T5_EXTRA_IDS = 100
 VISUAL_PREFIX = "visual_embedding.image_model."
-#: The names under which the public code's state dict stores the one tied T5 embedding.
-TIED_EMBEDDING_NAMES = (
-    "language_backbone.shared.weight",
-    "language_backbone.encoder.embed_tokens.weight",
-    "language_backbone.decoder.embed_tokens.weight",
-    "language_backbone.lm_head.weight",
-)
 
 _T5_KEYS = (
     "vocab_size", "d_model", "d_kv", "d_ff", "num_layers", "num_decoder_layers", "num_heads",

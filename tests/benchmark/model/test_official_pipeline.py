@@ -32,7 +32,8 @@ from benchmark.model import (
     tiny_vt5_config,
 )
 from benchmark.model.checkpoint import CheckpointError
-from benchmark.model.conversion import TIED_EMBEDDING_NAMES, convert_public_checkpoint
+from benchmark.communication_log import TIED_EMBEDDING_NAMES
+from benchmark.model.conversion import convert_public_checkpoint
 from tests.benchmark.model.official_pipeline import EXTRA_IDS, OfficialPipeline
 
 DIT_FLAGS = {"use_mask_token": False, "use_mean_pooling": True, "image_size": 64,
