@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import torch
 
+from benchmark.communication_log import TIED_EMBEDDING_NAMES
 from benchmark.data import load_split
 from benchmark.data.imdb import read_imdb, write_imdb
 from benchmark.evaluation import predict
@@ -32,7 +33,6 @@ from benchmark.model import (
     tiny_vt5_config,
 )
 from benchmark.model.checkpoint import CheckpointError
-from benchmark.communication_log import TIED_EMBEDDING_NAMES
 from benchmark.model.conversion import convert_public_checkpoint
 from tests.benchmark.model.official_pipeline import EXTRA_IDS, OfficialPipeline
 
