@@ -229,6 +229,8 @@ class JobRunner:
             clients_per_round=metadata.clients_per_round,
             rounds=metadata.rounds,
             sampling=metadata.sampling,
+            max_rounds=settings.max_log_rounds,
+            max_messages_per_round=2 * self.scorer.clients * settings.max_messages_per_client_round,
         )
         values: dict[str, Any] = {
             "total_bytes": tally.total_bytes,

@@ -44,6 +44,9 @@ class Settings(BaseSettings):
         organiser_token: optional organiser token accepted besides organiser teams' tokens.
         api_workers: uvicorn processes serving the API.
         daily_quota: submissions per team per UTC day (failed and rejected ones do not count).
+        max_log_rounds: most federated rounds a communication log may hold.
+        max_messages_per_client_round: most messages per client and round in a log (a round
+            holds at most ``2 * K`` times this many).
         lease_seconds: how long a worker owns a job without a heartbeat before it is re-queued.
         torch_threads: intra-op threads of a scoring worker (0: torch's default). On a machine
             shared with other work, 1 avoids oversubscription (twice as fast here under load).
@@ -69,6 +72,8 @@ class Settings(BaseSettings):
     max_header_bytes: int = Field(default=16 * MIB, ge=1024)
     max_log_bytes: int = Field(default=32 * MIB, ge=1024)
     max_log_rows: int = Field(default=1_000_000, ge=1)
+    max_log_rounds: int = Field(default=10_000, ge=1, le=1_000_000)
+    max_messages_per_client_round: int = Field(default=64, ge=1, le=100_000)
     max_json_bytes: int = Field(default=256 * 1024, ge=256)
     max_tensors: int = Field(default=20_000, ge=1)
 

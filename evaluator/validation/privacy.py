@@ -1,8 +1,9 @@
 """The track-2 privacy declaration (``privacy.json``): safe loading, verification, cross-check.
 
-Parsing and field validation are the accountant's (``accountant.declaration``: size-limited,
-duplicate keys and NaN refused, every key of docs/design.md required); this module turns its
-errors into rejections, runs ``accountant.verify`` and cross-checks the declaration against the
+The file is parsed within explicit limits (``evaluator.validation.jsonfile``: size, depth, number
+length, key count; duplicate keys and NaN refused) and its fields validated by the accountant
+(``accountant.declaration``: every key of docs/design.md required); this module turns errors
+into rejections, runs ``accountant.verify`` and cross-checks the declaration against the
 communication log actually uploaded (rounds and clients per round), since a claim about a
 different run than the one logged proves nothing.
 """
@@ -15,34 +16,11 @@ from typing import Any
 
 from evaluator.validation.commlog import CommunicationTally
 from evaluator.validation.errors import InvalidSubmission
+from evaluator.validation.jsonfile import load_json_object
+
+__all__ = ["cross_check", "load_declaration", "load_json_object", "verify_declaration"]
 
 PART = "privacy"
-
-
-def load_json_object(path: Path, *, part: str, max_bytes: int) -> dict[str, Any]:
-    """Parse a small JSON object from an untrusted file.
-
-    Args:
-        path: the file.
-        part: upload part named in errors.
-        max_bytes: largest file accepted.
-
-    Returns:
-        The object.
-
-    Raises:
-        InvalidSubmission: too large, not UTF-8 JSON, or not an object.
-    """
-    size = path.stat().st_size
-    if size > max_bytes:
-        raise InvalidSubmission(part, f"{size} bytes exceed the limit of {max_bytes}")
-    try:
-        value = json.loads(path.read_bytes().decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        raise InvalidSubmission(part, "not valid UTF-8 JSON") from None
-    if not isinstance(value, dict):
-        raise InvalidSubmission(part, "must be a JSON object")
-    return value
 
 
 def load_declaration(path: Path, *, max_bytes: int) -> Any:
@@ -58,13 +36,11 @@ def load_declaration(path: Path, *, max_bytes: int) -> Any:
     Raises:
         InvalidSubmission: naming the missing or invalid field.
     """
-    from accountant.declaration import DeclarationError, parse_declaration_bytes
+    from accountant.declaration import DeclarationError, parse_declaration
 
-    size = path.stat().st_size
-    if size > max_bytes:
-        raise InvalidSubmission(PART, f"{size} bytes exceed the limit of {max_bytes}")
+    data = load_json_object(path, part=PART, max_bytes=max_bytes)
     try:
-        return parse_declaration_bytes(path.read_bytes(), source="privacy.json")
+        return parse_declaration(data)
     except DeclarationError as exc:
         raise InvalidSubmission(PART, str(exc)) from None
 

@@ -27,7 +27,8 @@ from evaluator.storage import FILENAMES, SubmissionStore, UploadError, receive_m
 from evaluator.validation import InvalidSubmission
 from evaluator.validation.checkpoint import read_header
 from evaluator.validation.commlog import parse_log
-from evaluator.validation.privacy import load_declaration, load_json_object
+from evaluator.validation.jsonfile import load_json_object
+from evaluator.validation.privacy import load_declaration
 
 logger = logging.getLogger("evaluator.api")
 router = APIRouter(prefix="/api/v1/submissions", tags=["submissions"])
@@ -120,14 +121,17 @@ def check_upload(directory: Path, settings: Settings) -> SubmissionMetadata:
         max_header_bytes=settings.max_header_bytes,
         max_tensors=settings.max_tensors,
     )
+    clients = clients_of(settings.data_dir)
     parse_log(
         directory / FILENAMES["communication_log"],
-        clients=clients_of(settings.data_dir),
+        clients=clients,
         max_bytes=settings.max_log_bytes,
         max_rows=settings.max_log_rows,
         clients_per_round=metadata.clients_per_round,
         rounds=metadata.rounds,
         sampling=metadata.sampling,
+        max_rounds=settings.max_log_rounds,
+        max_messages_per_round=2 * clients * settings.max_messages_per_client_round,
     )
     return metadata
 
@@ -252,7 +256,7 @@ def list_submissions(
     team: CurrentTeam,
     session: SessionDep,
     limit: int = Query(100, ge=1, le=1000),
-    offset: int = Query(0, ge=0),
+    offset: int = Query(0, ge=0, le=1_000_000),
     all_teams: bool = Query(False, description="organisers: every team's"),
 ) -> SubmissionList:
     """The caller's submissions, newest first (every team's for an organiser with all_teams)."""
