@@ -25,6 +25,7 @@ from sqlalchemy import update
 from evaluator import crud
 from evaluator.core.config import Settings
 from evaluator.core.db import session_scope
+from evaluator.federation import federation_of
 from evaluator.models import Status, Submission, SubmissionEvent, SubmissionMetadata, utcnow
 from evaluator.queue import TaskQueue
 from evaluator.scoring import Scorer
@@ -248,7 +249,9 @@ class JobRunner:
                     "privacy", "track 2 needs a privacy declaration (privacy.json)"
                 )
             declaration = load_declaration(privacy_path, max_bytes=settings.max_json_bytes)
-            verified, report = verify_declaration(declaration, tally, clients=self.scorer.clients)
+            verified, report = verify_declaration(
+                declaration, tally, federation=federation_of(settings.data_dir)
+            )
             values.update(
                 epsilon=float(declaration.epsilon),
                 delta=float(declaration.delta),
