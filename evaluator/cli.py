@@ -239,9 +239,11 @@ def team_create(
     try:
         with session_scope(settings.db_url) as session:
             created, token = crud.create_team(session, name=name, organiser=organiser)
-            team_id = created.id
+            team_id, name = created.id, created.name
     except crud.TeamExists as exc:
         raise click.ClickException(f"{exc}; choose another name") from None
+    except crud.InvalidTeamName as exc:
+        raise click.BadParameter(str(exc), param_hint="NAME") from None
     if as_json:
         click.echo(
             json.dumps({"token": token, "team": name, "id": team_id, "organiser": organiser})

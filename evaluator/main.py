@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from fastapi import APIRouter, FastAPI
 from sqlalchemy import select
 
+from evaluator import team_names
 from evaluator.api.routes import health, submissions, teams
 from evaluator.core.config import Settings
 from evaluator.core.db import migrate, session_factory
@@ -35,6 +36,7 @@ def _ensure_organiser_token(settings: Settings) -> None:
             session.add(
                 Team(
                     name=ORGANISER_TEAM,
+                    name_key=team_names.key(ORGANISER_TEAM),
                     token_hash=digest,
                     is_organiser=True,
                     created_at=utcnow(),

@@ -11,7 +11,7 @@ import datetime as dt
 import enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -26,6 +26,8 @@ from sqlalchemy import (
     TypeDecorator,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from evaluator import team_names
 
 
 def utcnow() -> dt.datetime:
@@ -79,6 +81,9 @@ class Team(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(100), unique=True)
+    # The confusable skeleton of the name (evaluator.team_names.key): unique, so that names a
+    # reader could mistake for one another cannot both be registered.
+    name_key: Mapped[str] = mapped_column(String(100), unique=True, index=True)
     token_hash: Mapped[str] = mapped_column(String(64), unique=True, index=True)
     is_organiser: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
@@ -118,7 +123,10 @@ class Submission(Base):
     lease_expires_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
     model_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
-    model_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    model_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
+    # The earlier submission (of another team) whose checkpoint this one repeats, when the copy
+    # policy is "flag".
+    copy_of: Mapped[str | None] = mapped_column(String(36), nullable=True)
     has_privacy: Mapped[bool] = mapped_column(Boolean, default=False)
 
     anls: Mapped[float | None] = mapped_column(Float, nullable=True)
@@ -169,6 +177,19 @@ class SubmissionEvent(Base):
     worker: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
     submission: Mapped[Submission] = relationship(back_populates="events")
+
+
+class OrganiserSession(Base):
+    """A signed-in organiser page session: the hash of an opaque cookie value, and its expiry."""
+
+    __tablename__ = "organiser_sessions"
+
+    id_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+
+    team: Mapped[Team] = relationship()
 
 
 class SubmissionMetadata(BaseModel):
@@ -286,8 +307,13 @@ class SubmissionList(BaseModel):
 class TeamCreate(BaseModel):
     """Request body of the organiser endpoint that creates a team."""
 
-    name: str = Field(min_length=1, max_length=100, pattern=r"^[\w .@+-]+$")
+    name: str = Field(min_length=1, max_length=100, description="see evaluator.team_names")
     organiser: bool = False
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, value: str) -> str:
+        return team_names.normalise(value)
 
 
 class TeamCreated(BaseModel):

@@ -8,13 +8,14 @@ in ``submissions/`` and its ``incoming/`` directory is removed.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from python_multipart.multipart import MultipartParser, MultipartState, parse_options_header
 
@@ -98,6 +99,19 @@ def _fsync_directory(path: Path) -> None:
         os.close(descriptor)
 
 
+@dataclass(frozen=True)
+class ReceivedParts:
+    """What an upload delivered.
+
+    Attributes:
+        sizes: part name -> bytes received.
+        sha256: part name -> hex SHA-256 of the part's content.
+    """
+
+    sizes: dict[str, int]
+    sha256: dict[str, str]
+
+
 class _PartWriter:
     """python-multipart callbacks that write each allowed part to its own file."""
 
@@ -105,6 +119,7 @@ class _PartWriter:
         self.directory = directory
         self.limits = limits
         self.received: dict[str, int] = {}
+        self.hashes: dict[str, Any] = {}
         self._headers: dict[bytes, bytes] = {}
         self._field = b""
         self._value = b""
@@ -160,6 +175,7 @@ class _PartWriter:
             raise UploadError(422, f"form field {name!r} sent twice")
         self._name = name
         self.received[name] = 0
+        self.hashes[name] = hashlib.sha256()
         self._handle = (self.directory / FILENAMES[name]).open("wb")
 
     def _part_data(self, data: bytes, start: int, end: int) -> None:
@@ -170,6 +186,7 @@ class _PartWriter:
                 413, f"{self._name} exceeds the limit of {self.limits[self._name]} bytes"
             )
         self._handle.write(data[start:end])
+        self.hashes[self._name].update(data[start:end])
 
     def _part_end(self) -> None:
         if self._handle is not None:
@@ -187,7 +204,7 @@ async def receive_multipart(
     *,
     limits: dict[str, int],
     max_total: int,
-) -> dict[str, int]:
+) -> ReceivedParts:
     """Stream a ``multipart/form-data`` body into ``directory``, one file per part.
 
     Args:
@@ -198,7 +215,7 @@ async def receive_multipart(
         max_total: most bytes of the whole body.
 
     Returns:
-        Part name -> bytes received.
+        The size and SHA-256 of every part.
 
     Raises:
         UploadError: 415 for a body that is not multipart, 413 for a part or body over its
@@ -260,4 +277,7 @@ async def receive_multipart(
     missing = [part for part in REQUIRED_PARTS if part not in writer.received]
     if missing:
         raise UploadError(422, f"missing form fields: {', '.join(missing)}")
-    return writer.received
+    return ReceivedParts(
+        sizes=dict(writer.received),
+        sha256={name: digest.hexdigest() for name, digest in writer.hashes.items()},
+    )

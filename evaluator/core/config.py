@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -44,6 +45,9 @@ class Settings(BaseSettings):
         organiser_token: optional organiser token accepted besides organiser teams' tokens.
         api_workers: uvicorn processes serving the API.
         daily_quota: submissions per team per UTC day (failed and rejected ones do not count).
+        copy_policy: what happens to an upload whose checkpoint (SHA-256) repeats another
+            team's live submission: ``refuse`` (409) or ``flag`` (accepted, marked for the
+            organisers). A team's own repeat is always refused and does not use quota.
         max_log_rounds: most federated rounds a communication log may hold.
         max_messages_per_client_round: most messages per client and round in a log (a round
             holds at most ``2 * K`` times this many).
@@ -68,6 +72,7 @@ class Settings(BaseSettings):
     organiser_token: SecretStr | None = None
 
     daily_quota: int = Field(default=5, ge=1, le=10_000)
+    copy_policy: Literal["refuse", "flag"] = "refuse"
     max_model_bytes: int = Field(default=2 * 1024 * MIB, ge=1024)
     max_header_bytes: int = Field(default=16 * MIB, ge=1024)
     max_log_bytes: int = Field(default=32 * MIB, ge=1024)

@@ -80,11 +80,13 @@ def write_run(
     return directory
 
 
-def small_safetensors(path: Path, tensors: dict[str, np.ndarray] | None = None) -> Path:
-    """A small valid safetensors file."""
+def small_safetensors(
+    path: Path, tensors: dict[str, np.ndarray] | None = None, *, variant: int = 0
+) -> Path:
+    """A small valid safetensors file (``variant`` changes its content, hence its hash)."""
     tensors = tensors or {
         "a.weight": np.ones((4, 3), np.float32),
-        "b.bias": np.zeros(5, np.float32),
+        "b.bias": np.full(5, variant, np.float32),
     }
     save_file(tensors, str(path))
     return path

@@ -141,7 +141,6 @@ def test_uploads_are_4xx_or_accepted_never_5xx(settings, teams: dict, tmp_path: 
     from tests.evaluator.conftest import LiveServer
     from tests.evaluator.factories import fedavg_log, small_safetensors
 
-    model = small_safetensors(tmp_path / "m.safetensors").read_bytes()
     roomy = settings.model_copy(update={"daily_quota": 10_000})
     auth = {"Authorization": f"Bearer {teams['alpha']}"}
     with LiveServer(roomy) as server, httpx.Client(headers=auth, timeout=60) as client:
@@ -156,9 +155,11 @@ def test_uploads_are_4xx_or_accepted_never_5xx(settings, teams: dict, tmp_path: 
             privacy=st.one_of(st.none(), _JSON_TEXTS, st.just(json.dumps(declaration()))),
             boundary=st.one_of(st.none(), st.text("abcXYZ09-_", min_size=1, max_size=300)),
             truncate=st.integers(min_value=0, max_value=40),
+            variant=st.integers(min_value=0, max_value=10**6),
         )
         def upload(log: str, meta: str, privacy: str | None, boundary: str | None,
-                   truncate: int) -> None:  # fmt: skip
+                   truncate: int, variant: int) -> None:  # fmt: skip
+            model = small_safetensors(tmp_path / "m.safetensors", variant=variant).read_bytes()
             files = {
                 "model": ("model.safetensors", model),
                 "communication_log": ("communication_log.csv", log.encode("utf-8")),

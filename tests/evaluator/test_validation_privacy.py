@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.federation import Federation, federation_of
 from evaluator.validation import InvalidSubmission
 from evaluator.validation.commlog import parse_log
 from evaluator.validation.privacy import (
@@ -15,7 +16,6 @@ from evaluator.validation.privacy import (
     load_json_object,
     verify_declaration,
 )
-from evaluator.federation import Federation, federation_of
 from tests.evaluator.factories import declaration, fedavg_log, write_data_points
 
 # The federation of factories.declaration(): 10 clients, the smallest with 400 providers.

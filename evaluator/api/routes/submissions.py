@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -136,16 +137,65 @@ def check_upload(directory: Path, settings: Settings) -> SubmissionMetadata:
     return metadata
 
 
+class CopyRefused(Exception):
+    """An upload whose checkpoint repeats an earlier live submission's (HTTP 409)."""
+
+
+def _copy_policy(session: Session, *, submission_id: str, team_id: int, model_sha256: str,
+                 policy: str) -> str | None:  # fmt: skip
+    """Apply the copy policy to an upload's checkpoint hash.
+
+    A team's own identical checkpoint is always refused (its quota is left as it was); another
+    team's is refused or, with the ``flag`` policy, accepted and flagged for the organisers.
+
+    Returns:
+        The id of the original when the upload is accepted as a flagged copy, else None.
+
+    Raises:
+        CopyRefused: the upload is a copy the policy refuses.
+    """
+    original = crud.find_copy(session, model_sha256=model_sha256, exclude_id=submission_id)
+    if original is None:
+        return None
+    if original.team_id == team_id:
+        raise CopyRefused(
+            f"this checkpoint is identical to your submission {original.id}; nothing was stored "
+            "and your daily quota is unchanged"
+        )
+    if policy == "refuse":
+        raise CopyRefused(
+            "this checkpoint is identical to one another team submitted earlier; copies are "
+            "refused (write to the organisers if you think this is wrong)"
+        )
+    return original.id
+
+
 def _mark_queued(
     sessions: sessionmaker[Session],
     store: SubmissionStore,
     submission_id: str,
     metadata: SubmissionMetadata,
+    *,
+    team_id: int,
+    model_sha256: str,
+    copy_policy: str,
 ) -> None:
-    """Fill in the row from the metadata and move it to ``queued``."""
+    """Apply the copy policy, fill in the row from the metadata and move it to ``queued``.
+
+    The team's row is locked first (as for the quota), so two identical uploads of one team
+    cannot both pass the copy check.
+
+    Raises:
+        CopyRefused: the checkpoint repeats an earlier live submission.
+    """
     model = store.file(submission_id, "model")
     with sessions() as session, session.begin():
+        crud.lock_team(session, team_id=team_id)
+        copy_of = _copy_policy(session, submission_id=submission_id, team_id=team_id,
+                               model_sha256=model_sha256, policy=copy_policy)  # fmt: skip
         row = session.get(Submission, submission_id)
+        row.model_sha256 = model_sha256
+        row.copy_of = copy_of
         row.track = metadata.track
         row.method = metadata.method
         row.description = metadata.description
@@ -158,7 +208,8 @@ def _mark_queued(
             submission_id=submission_id,
             from_status=Status.RECEIVED,
             to_status=Status.QUEUED,
-            detail="upload complete",
+            detail="upload complete"
+            + (f"; flagged: identical checkpoint to submission {copy_of}" if copy_of else ""),
         )
 
 
@@ -169,6 +220,7 @@ def _mark_queued(
     openapi_extra=_UPLOAD_BODY,
     responses={
         401: {"description": "missing or unknown token"},
+        409: {"description": "the checkpoint repeats an earlier submission (copy policy)"},
         413: {"description": "a part or the body exceeds its size limit"},
         415: {"description": "not multipart/form-data"},
         422: {"description": "invalid part (the message says which and why)"},
@@ -202,7 +254,7 @@ async def create_submission(
         "metadata": settings.max_json_bytes,
     }
     try:
-        await receive_multipart(
+        received = await receive_multipart(
             request.stream(),
             content_type,
             store.incoming(submission_id),
@@ -211,13 +263,22 @@ async def create_submission(
         )
         metadata = await run_in_threadpool(check_upload, store.incoming(submission_id), settings)
         await run_in_threadpool(store.commit, submission_id)
-        await run_in_threadpool(_mark_queued, sessions, store, submission_id, metadata)
+        mark = partial(
+            _mark_queued,
+            team_id=team.id,
+            model_sha256=received.sha256["model"],
+            copy_policy=settings.copy_policy,
+        )
+        await run_in_threadpool(mark, sessions, store, submission_id, metadata)
     except UploadError as exc:
         await run_in_threadpool(_abandon, sessions, store, submission_id)
         raise HTTPException(exc.status_code, exc.message) from None
     except InvalidSubmission as exc:
         await run_in_threadpool(_abandon, sessions, store, submission_id)
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
+    except CopyRefused as exc:
+        await run_in_threadpool(_abandon, sessions, store, submission_id)
+        raise HTTPException(status.HTTP_409_CONFLICT, f"model: {exc}") from None
     except BaseException:
         await run_in_threadpool(_abandon, sessions, store, submission_id)
         raise
@@ -276,7 +337,9 @@ def rescore(
     """Organisers: score a finished, rejected or failed submission again."""
     row = _visible(crud.get_submission(session, submission_id=submission_id), organiser)
     if not crud.request_rescore(
-        session, submission_id=submission_id, current_status=row.status,
+        session,
+        submission_id=submission_id,
+        current_status=row.status,
         requested_by=organiser.name,
     ):
         raise HTTPException(
