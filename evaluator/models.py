@@ -206,6 +206,13 @@ class SubmissionMetadata(BaseModel):
     sampling: Literal["fixed", "poisson"] | None = None
 
 
+# Scores participants see: 4 decimals, as the competition published them.
+PUBLIC_DECIMALS = 4
+SCORE_FIELDS = ("anls", "accuracy", "anls_in", "anls_out", "accuracy_in", "accuracy_out")
+# Per-round tallies in one API answer (the log may hold up to max_log_rounds rounds).
+MAX_ROUNDS_SHOWN = 1000
+
+
 class TransitionPublic(BaseModel):
     """A state transition as the API shows it."""
 
@@ -234,7 +241,9 @@ class ResultsPublic(BaseModel):
     bytes_down: int | None = None
     rounds: int | None = None
     messages: int | None = None
-    per_round: list[dict[str, int]] | None = None
+    per_round: list[dict[str, int]] | None = Field(
+        default=None, description="per-round tallies, the first 1000 rounds at most"
+    )
     epsilon: float | None = None
     delta: float | None = None
     privacy_verified: bool | None = None
@@ -265,9 +274,25 @@ class SubmissionPublic(BaseModel):
     transitions: list[TransitionPublic]
 
     @classmethod
-    def from_row(cls, row: Submission) -> SubmissionPublic:
-        """Build the public view of a submission row (team and events loaded)."""
-        results = ResultsPublic(**{name: getattr(row, name) for name in ResultsPublic.model_fields})
+    def from_row(cls, row: Submission, *, full_precision: bool = False) -> SubmissionPublic:
+        """Build the API view of a submission row (team and events loaded).
+
+        Args:
+            row: the submission.
+            full_precision: organisers only; participants get scores to ``PUBLIC_DECIMALS``
+                decimals (more would let repeated submissions probe single hidden answers).
+
+        Returns:
+            The view, with at most ``MAX_ROUNDS_SHOWN`` per-round tallies.
+        """
+        values = {name: getattr(row, name) for name in ResultsPublic.model_fields}
+        if not full_precision:
+            for name in SCORE_FIELDS:
+                if values[name] is not None:
+                    values[name] = round(values[name], PUBLIC_DECIMALS)
+        if values["per_round"] is not None:
+            values["per_round"] = values["per_round"][:MAX_ROUNDS_SHOWN]
+        results = ResultsPublic(**values)
         return cls(
             id=row.id,
             team=row.team.name,
@@ -282,8 +307,8 @@ class SubmissionPublic(BaseModel):
             queued_at=row.queued_at,
             scoring_started_at=row.scoring_started_at,
             finished_at=row.finished_at,
-            anls=row.anls,
-            accuracy=row.accuracy,
+            anls=results.anls,
+            accuracy=results.accuracy,
             total_bytes=row.total_bytes,
             results=results,
             transitions=[TransitionPublic.model_validate(event) for event in row.events],

@@ -18,7 +18,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("benchmark.pretraining.cli", "pretrain"),
     ("baselines.cli", "train"),
     ("accountant.cli", "dp"),
-    ("evaluator.cli", "serve"),
+    ("pflkit.serve", "serve"),
     ("evaluator.cli", "worker"),
     ("evaluator.cli", "team"),
     ("evaluator.cli", "submit"),

@@ -48,7 +48,7 @@ def load_declaration(path: Path, *, max_bytes: int) -> Any:
         raise InvalidSubmission(PART, str(exc)) from None
 
 
-# What a "verified" claim means, stored with every report and shown by the leaderboard.
+# What a "verified" claim means, stored with every report and shown on the leaderboard pages.
 VERIFICATION_COVERS = (
     "the accountant (RDP) recomputed epsilon from the declared noise multiplier, sampling and "
     "rounds, with the clients and providers of the benchmark the evaluator holds; the declared "

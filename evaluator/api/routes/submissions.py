@@ -309,7 +309,7 @@ def _visible(row: Submission | None, team: Any) -> Submission:
 def get_submission(submission_id: str, team: CurrentTeam, session: SessionDep) -> SubmissionPublic:
     """Status, transitions and results of one submission (its team or an organiser)."""
     row = _visible(crud.get_submission(session, submission_id=submission_id), team)
-    return SubmissionPublic.from_row(row)
+    return SubmissionPublic.from_row(row, full_precision=team.is_organiser)
 
 
 @router.get("", response_model=SubmissionList)
@@ -323,7 +323,11 @@ def list_submissions(
     """The caller's submissions, newest first (every team's for an organiser with all_teams)."""
     team_id = None if (all_teams and team.is_organiser) else team.id
     rows = crud.list_submissions(session, team_id=team_id, limit=limit, offset=offset)
-    return SubmissionList(submissions=[SubmissionPublic.from_row(row) for row in rows])
+    return SubmissionList(
+        submissions=[
+            SubmissionPublic.from_row(row, full_precision=team.is_organiser) for row in rows
+        ]
+    )
 
 
 @router.post(
@@ -348,4 +352,6 @@ def rescore(
     session.commit()
     queue.enqueue(submission_id)
     session.expire_all()
-    return SubmissionPublic.from_row(crud.get_submission(session, submission_id=submission_id))
+    return SubmissionPublic.from_row(
+        crud.get_submission(session, submission_id=submission_id), full_precision=True
+    )

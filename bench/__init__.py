@@ -1,0 +1,1 @@
+"""Speed and load measurements that `make bench` runs (not part of the product)."""
