@@ -382,14 +382,18 @@ def list_submissions(
     return list(session.scalars(statement))
 
 
-def find_copy(session: Session, *, model_sha256: str, exclude_id: str) -> Submission | None:
-    """The earliest live submission whose checkpoint has this SHA-256 (a copy's original).
+def find_copy(
+    session: Session, *, model_sha256: str, track: int, exclude_id: str
+) -> Submission | None:
+    """The earliest live submission of a track whose checkpoint has this SHA-256.
 
-    Rejected and failed submissions, and uploads still arriving, do not count.
+    Rejected and failed submissions, and uploads still arriving, do not count. The tracks are
+    separate competitions: one checkpoint may be entered once in each.
 
     Args:
         session: open session.
         model_sha256: hex digest of the uploaded checkpoint.
+        track: 1 or 2.
         exclude_id: the submission being checked.
 
     Returns:
@@ -399,6 +403,7 @@ def find_copy(session: Session, *, model_sha256: str, exclude_id: str) -> Submis
         select(Submission)
         .where(
             Submission.model_sha256 == model_sha256,
+            Submission.track == track,
             Submission.id != exclude_id,
             Submission.status.not_in(
                 [*NOT_COUNTED_IN_QUOTA, Status.RECEIVED.value]

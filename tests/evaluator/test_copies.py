@@ -50,6 +50,12 @@ def test_same_team_resubmission_is_refused_without_using_quota(
         crud.transition(session, submission_id=original, from_status=Status.QUEUED,
                         to_status=Status.REJECTED, detail="test")  # fmt: skip
     assert upload(live_server.url, teams["alpha"], model=model).status_code == 202
+    # The tracks are separate competitions: the same checkpoint may be entered in track 2.
+    from tests.evaluator.factories import declaration, metadata
+
+    other_track = upload(live_server.url, teams["alpha"], model=model, meta=metadata(2),
+                         privacy=declaration())  # fmt: skip
+    assert other_track.status_code == 202, other_track.text
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)

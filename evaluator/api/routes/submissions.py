@@ -141,11 +141,11 @@ class CopyRefused(Exception):
     """An upload whose checkpoint repeats an earlier live submission's (HTTP 409)."""
 
 
-def _copy_policy(session: Session, *, submission_id: str, team_id: int, model_sha256: str,
-                 policy: str) -> str | None:  # fmt: skip
+def _copy_policy(session: Session, *, submission_id: str, team_id: int, track: int,
+                 model_sha256: str, policy: str) -> str | None:  # fmt: skip
     """Apply the copy policy to an upload's checkpoint hash.
 
-    A team's own identical checkpoint is always refused (its quota is left as it was); another
+    Within one track, a team's own identical checkpoint is always refused (its quota is left as it was); another
     team's is refused or, with the ``flag`` policy, accepted and flagged for the organisers.
 
     Returns:
@@ -154,7 +154,9 @@ def _copy_policy(session: Session, *, submission_id: str, team_id: int, model_sh
     Raises:
         CopyRefused: the upload is a copy the policy refuses.
     """
-    original = crud.find_copy(session, model_sha256=model_sha256, exclude_id=submission_id)
+    original = crud.find_copy(
+        session, model_sha256=model_sha256, track=track, exclude_id=submission_id
+    )
     if original is None:
         return None
     if original.team_id == team_id:
@@ -192,7 +194,8 @@ def _mark_queued(
     with sessions() as session, session.begin():
         crud.lock_team(session, team_id=team_id)
         copy_of = _copy_policy(session, submission_id=submission_id, team_id=team_id,
-                               model_sha256=model_sha256, policy=copy_policy)  # fmt: skip
+                               track=metadata.track, model_sha256=model_sha256,
+                               policy=copy_policy)  # fmt: skip
         row = session.get(Submission, submission_id)
         row.model_sha256 = model_sha256
         row.copy_of = copy_of
