@@ -44,8 +44,8 @@ lint: setup
 # submission, and the evaluator's status endpoint under concurrent load.
 bench: setup
 	$(BIN)/python -m bench.bench --data $(BENCH_DATA)
-	$(BIN)/python -m evaluator.scorebench --data $(BENCH_DATA) --model base --threads 1
-	$(BIN)/python -m evaluator.loadtest --requests 3000 --concurrency 32
+	$(BIN)/python -m bench.scorebench --data $(BENCH_DATA) --model base --threads 1
+	$(BIN)/python -m bench.loadtest --requests 3000 --concurrency 32
 
 $(BENCH_DATA)/benchmark.json: | setup
 	$(BIN)/pflkit data generate --scale mini --seed 0 --out $(BENCH_DATA) --overwrite

@@ -191,6 +191,8 @@ def parse_declaration_bytes(raw: bytes, *, source: str = "privacy.json") -> Priv
         raise
     except (json.JSONDecodeError, RecursionError) as error:
         raise DeclarationError("", f"{source} is not valid JSON: {error}") from None
+    except ValueError:  # an integer beyond Python's digit limit for int()
+        raise DeclarationError("", f"{source} holds a number too long to read") from None
     return parse_declaration(data)
 
 
@@ -214,7 +216,10 @@ def _number(data: Mapping, key: str) -> float:
     value = data[key]
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise DeclarationError(key, f"must be a number; got {value!r}")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        raise DeclarationError(key, "must be a finite number; got one too large for a float") from None
     if not math.isfinite(number):
         raise DeclarationError(key, f"must be finite; got {value!r}")
     return number

@@ -1,1 +1,1 @@
-"""Speed and load scripts of the kit (`make bench`): not part of any product package."""
+"""Speed and load measurements that `make bench` runs (not part of the product)."""

@@ -5,12 +5,15 @@ workers validate and score them on the hidden test split and record everything i
 the leaderboard reads. Layout (the FastAPI full-stack template's backend shape):
 
 - ``core/config.py`` settings (environment ``PFLKIT_EVALUATOR_*``), ``core/db.py`` engine and
-  Alembic migrations (``migrations/``), ``core/security.py`` tokens.
+  Alembic migrations (``migrations/``), ``core/security.py`` tokens, ``core/throttle.py`` the
+  failed-authentication throttle, ``core/headers.py`` the security headers.
 - ``models.py`` tables and public schemas, ``crud.py`` database operations and the state machine.
 - ``api/deps.py`` dependencies, ``api/routes/`` one router per resource, ``main.py`` the app.
 - ``storage.py`` streamed, atomic upload storage; ``queue.py`` the Huey queue;
   ``worker.py`` leases, scoring jobs and crash recovery; ``scoring.py`` the test-split scorer.
-- ``validation/`` checkpoint, communication log and privacy declaration checks.
-- ``cli.py`` ``pflkit serve|worker|team|submit``; ``client.py`` the submit client;
-  ``loadtest.py`` the status-endpoint benchmark (``python -m evaluator.loadtest``).
+- ``validation/`` checkpoint, communication log, privacy declaration and small-JSON checks;
+  ``federation.py`` the benchmark's clients and providers; ``team_names.py`` team names.
+- ``cli.py`` ``pflkit worker|team|submit``; ``client.py`` the submit client. ``pflkit serve``
+  and the app that adds the leaderboard's pages are in ``pflkit/`` (above this package); the
+  load and speed scripts are in ``bench/``.
 """

@@ -1,7 +1,8 @@
 """Command-line group of the `evaluator` package (wired into `pflkit` by pflkit/cli.py).
 
-``pflkit serve`` (API + one embedded worker), ``pflkit worker`` (more workers, other machines),
-``pflkit team create`` (register a team, print its token) and ``pflkit submit`` (participants).
+``pflkit worker`` (scoring workers, on any machine), ``pflkit team create`` (register a team, print
+its token) and ``pflkit submit`` (participants). ``pflkit serve``, which runs the API with the
+leaderboard's pages, is assembled above both packages in ``pflkit/serve.py``.
 """
 
 from __future__ import annotations
@@ -13,9 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-
-# Served by `pflkit serve` unless --no-leaderboard; imported by name, never by this package.
-LEADERBOARD_ROUTER = "leaderboard.web:router"
 
 _DB = click.option(
     "--db",
@@ -48,7 +46,7 @@ _QUEUE = click.option(
 )
 
 
-def _settings(**overrides: Any):  # type: ignore[no-untyped-def]
+def settings_from(**overrides: Any):  # type: ignore[no-untyped-def]
     """Settings from the environment with the given command-line values on top."""
     from pydantic import ValidationError
 
@@ -63,7 +61,8 @@ def _settings(**overrides: Any):  # type: ignore[no-untyped-def]
         raise click.UsageError(f"unsafe or invalid evaluator settings: {problems}") from None
 
 
-def _logging(level: str) -> None:
+def configure_logging(level: str) -> None:
+    """Log to stderr with timestamps at ``level``."""
     import logging
 
     logging.basicConfig(
@@ -71,7 +70,8 @@ def _logging(level: str) -> None:
     )
 
 
-def _check_data(settings: Any) -> None:
+def check_data(settings: Any) -> None:
+    """Stop with a usage error unless the settings name a benchmark with a hidden test split."""
     from evaluator.benchmark_info import test_split_path
 
     if settings.data_dir is None:
@@ -84,101 +84,6 @@ def _check_data(settings: Any) -> None:
             f"{settings.data_dir} holds no hidden test split "
             "(evaluator/imdb_test.npy); pass the organisers' benchmark directory"
         )
-
-
-@click.command()
-@click.option("--host", default=None, help="interface to listen on (default 127.0.0.1)")
-@click.option("--port", default=None, type=int, help="port (default 8000)")
-@_DB
-@_DATA
-@_STORAGE
-@_QUEUE
-@click.option(
-    "--worker/--no-worker",
-    "embedded_worker",
-    default=None,
-    help="run one scoring worker next to the API (default: on)",
-)
-@click.option(
-    "--workers",
-    "api_workers",
-    default=None,
-    type=int,
-    help="API processes (default 1; scoring workers are separate)",
-)
-@click.option(
-    "--leaderboard/--no-leaderboard",
-    default=True,
-    help="serve the leaderboard pages (/leaderboard) from the same app (default: on)",
-)
-def serve(
-    host: str | None,
-    port: int | None,
-    database_url: str | None,
-    data_dir: Path | None,
-    storage_dir: Path | None,
-    queue_url: str | None,
-    embedded_worker: bool | None,
-    api_workers: int | None,
-    leaderboard: bool,
-) -> None:
-    """Run the evaluator service (API and, by default, one embedded scoring worker)."""
-    import subprocess
-
-    import uvicorn
-
-    from evaluator.core.db import migrate
-    from evaluator.main import create_app
-
-    settings = _settings(
-        host=host,
-        port=port,
-        database_url=database_url,
-        data_dir=data_dir,
-        storage_dir=storage_dir,
-        queue_url=queue_url,
-        embedded_worker=embedded_worker,
-        api_workers=api_workers,
-    )
-    if leaderboard and LEADERBOARD_ROUTER not in settings.extra_routers:
-        settings.extra_routers.append(LEADERBOARD_ROUTER)
-    _logging(settings.log_level)
-    if settings.embedded_worker:
-        _check_data(settings)
-    migrate(settings.db_url)
-    child = None
-    if settings.embedded_worker:
-        env = {
-            **os.environ,
-            **settings.environment(),
-            "PFLKIT_EVALUATOR_PARENT_PID": str(os.getpid()),
-        }
-        child = subprocess.Popen([sys.executable, "-m", "pflkit", "worker"], env=env)
-    try:
-        if settings.api_workers > 1:
-            os.environ.update(settings.environment())
-            uvicorn.run(
-                "evaluator.main:create_app",
-                factory=True,
-                workers=settings.api_workers,
-                host=settings.host,
-                port=settings.port,
-                log_level=settings.log_level.lower(),
-            )
-        else:
-            uvicorn.run(
-                create_app(settings, migrate_database=False),
-                host=settings.host,
-                port=settings.port,
-                log_level=settings.log_level.lower(),
-            )
-    finally:
-        if child is not None:
-            child.terminate()
-            try:
-                child.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                child.kill()
 
 
 @click.command()
@@ -203,15 +108,15 @@ def worker(
     """Run a scoring worker (start several, on several machines with a Redis queue)."""
     from evaluator.worker import run_worker
 
-    settings = _settings(
+    settings = settings_from(
         database_url=database_url,
         queue_url=queue_url,
         data_dir=data_dir,
         storage_dir=storage_dir,
         worker_threads=worker_threads,
     )
-    _logging(settings.log_level)
-    _check_data(settings)
+    configure_logging(settings.log_level)
+    check_data(settings)
     parent = os.environ.get("PFLKIT_EVALUATOR_PARENT_PID")
     run_worker(settings, parent_pid=int(parent) if parent and parent.isdigit() else None)
 
@@ -234,14 +139,16 @@ def team_create(
     from evaluator import crud
     from evaluator.core.db import migrate, session_scope
 
-    settings = _settings(database_url=database_url, storage_dir=storage_dir)
+    settings = settings_from(database_url=database_url, storage_dir=storage_dir)
     migrate(settings.db_url)
     try:
         with session_scope(settings.db_url) as session:
             created, token = crud.create_team(session, name=name, organiser=organiser)
-            team_id = created.id
+            team_id, name = created.id, created.name
     except crud.TeamExists as exc:
         raise click.ClickException(f"{exc}; choose another name") from None
+    except crud.InvalidTeamName as exc:
+        raise click.BadParameter(str(exc), param_hint="NAME") from None
     if as_json:
         click.echo(
             json.dumps({"token": token, "team": name, "id": team_id, "organiser": organiser})

@@ -14,16 +14,20 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, joinedload, selectinload
 
+from evaluator import team_names
 from evaluator.core.security import hash_token, new_token
 from evaluator.models import (
     NOT_COUNTED_IN_QUOTA,
     TERMINAL,
+    OrganiserSession,
     Status,
     Submission,
     SubmissionEvent,
     Team,
     utcnow,
 )
+
+InvalidTeamName = team_names.InvalidTeamName
 
 _TIMESTAMP_OF = {
     Status.QUEUED: "queued_at",
@@ -47,20 +51,31 @@ def create_team(session: Session, *, name: str, organiser: bool = False) -> tupl
 
     Args:
         session: open session (committed by the caller).
-        name: unique team name.
+        name: team name, normalised and validated by :mod:`evaluator.team_names`.
         organiser: give the team the organiser role.
 
     Returns:
         The new team row and its plain token.
 
     Raises:
-        TeamExists: the name is taken.
+        InvalidTeamName: the name is not acceptable (the message says why).
+        TeamExists: the name, or one a reader could mistake for it, is taken.
     """
-    if session.scalar(select(Team.id).where(Team.name == name)) is not None:
-        raise TeamExists(f"a team named {name!r} already exists")
+    name = team_names.normalise(name)
+    name_key = team_names.key(name)
+    taken = session.scalar(select(Team.name).where(Team.name_key == name_key))
+    if taken is not None:
+        raise TeamExists(
+            f"a team named {taken!r} already exists"
+            + ("" if taken == name else f" and {name!r} reads like it")
+        )
     token = new_token()
     team = Team(
-        name=name, token_hash=hash_token(token), is_organiser=organiser, created_at=utcnow()
+        name=name,
+        name_key=name_key,
+        token_hash=hash_token(token),
+        is_organiser=organiser,
+        created_at=utcnow(),
     )
     session.add(team)
     session.flush()
@@ -70,6 +85,11 @@ def create_team(session: Session, *, name: str, organiser: bool = False) -> tupl
 def team_by_token(session: Session, *, token: str) -> Team | None:
     """The team that holds ``token``, or None."""
     return session.scalar(select(Team).where(Team.token_hash == hash_token(token)))
+
+
+def lock_team(session: Session, *, team_id: int) -> None:
+    """Serialise one team's uploads: update its row (PostgreSQL row lock, SQLite write lock)."""
+    session.execute(update(Team).where(Team.id == team_id).values(upload_seq=Team.upload_seq + 1))
 
 
 def day_start(now: dt.datetime) -> dt.datetime:
@@ -122,7 +142,7 @@ def reserve_submission(
     Raises:
         QuotaExceeded: the team already has ``quota`` counted submissions today.
     """
-    session.execute(update(Team).where(Team.id == team_id).values(upload_seq=Team.upload_seq + 1))
+    lock_team(session, team_id=team_id)
     now = utcnow()
     used = used_quota(session, team_id=team_id, now=now)
     if used >= quota:
@@ -360,3 +380,191 @@ def list_submissions(
         statement = statement.where(Submission.team_id == team_id)
     statement = statement.order_by(Submission.created_at.desc()).limit(limit).offset(offset)
     return list(session.scalars(statement))
+
+
+def find_copy(
+    session: Session, *, model_sha256: str, track: int, exclude_id: str
+) -> Submission | None:
+    """The earliest live submission of a track whose checkpoint has this SHA-256.
+
+    Rejected and failed submissions, and uploads still arriving, do not count. The tracks are
+    separate competitions: one checkpoint may be entered once in each.
+
+    Args:
+        session: open session.
+        model_sha256: hex digest of the uploaded checkpoint.
+        track: 1 or 2.
+        exclude_id: the submission being checked.
+
+    Returns:
+        The original, or None.
+    """
+    return session.scalar(
+        select(Submission)
+        .where(
+            Submission.model_sha256 == model_sha256,
+            Submission.track == track,
+            Submission.id != exclude_id,
+            Submission.status.not_in(
+                [*NOT_COUNTED_IN_QUOTA, Status.RECEIVED.value]
+            ),
+        )
+        .order_by(Submission.created_at, Submission.id)
+        .limit(1)
+    )
+
+
+def set_flags(
+    session: Session,
+    *,
+    submission_id: str,
+    organiser: str,
+    action: str,
+    reason: str = "",
+) -> bool:
+    """Hide, unhide, disqualify or requalify a submission, recording an event naming who.
+
+    Args:
+        session: open session (committed by the caller).
+        submission_id: the submission.
+        organiser: name of the acting organiser.
+        action: ``hide``, ``unhide``, ``disqualify`` or ``requalify``.
+        reason: why (kept as the disqualification reason).
+
+    Returns:
+        False when the submission does not exist.
+
+    Raises:
+        ValueError: an unknown action.
+    """
+    values: dict[str, Any] = {
+        "hide": {"hidden": True},
+        "unhide": {"hidden": False},
+        "disqualify": {"disqualified_reason": reason[:2000]},
+        "requalify": {"disqualified_reason": None},
+    }[action]
+    row = session.get(Submission, submission_id)
+    if row is None:
+        return False
+    now = utcnow()
+    session.execute(
+        update(Submission)
+        .where(Submission.id == submission_id)
+        .values(updated_at=now, **values)
+        .execution_options(synchronize_session=False)
+    )
+    session.add(
+        SubmissionEvent(
+            submission_id=submission_id,
+            from_status=row.status,
+            to_status=row.status,
+            at=now,
+            detail=f"{action} by {organiser}" + (f": {reason}" if reason else ""),
+        )
+    )
+    return True
+
+
+def requeue_expired(
+    session: Session, *, submission_id: str, now: dt.datetime, max_attempts: int
+) -> Status | None:
+    """Move a job whose lease expired back to ``queued``, or to ``failed`` after
+    ``max_attempts`` lost workers (the reaper's transition).
+
+    Args:
+        session: open session (committed by the caller).
+        submission_id: the submission.
+        now: the reaper's clock; the lease must have expired before it.
+        max_attempts: attempts after which the job is given up.
+
+    Returns:
+        The new state, or None when the job was not (or no longer) expired.
+    """
+    row = session.get(Submission, submission_id)
+    if row is None:
+        return None
+    give_up = row.attempts >= max_attempts
+    target = Status.FAILED if give_up else Status.QUEUED
+    detail = (
+        f"worker lost {row.attempts} times; giving up"
+        if give_up
+        else "worker stopped renewing its lease; re-queued"
+    )
+    moved = session.execute(
+        update(Submission)
+        .where(
+            Submission.id == submission_id,
+            Submission.status == Status.SCORING.value,
+            Submission.lease_expires_at < now,
+        )
+        .values(
+            status=target.value,
+            updated_at=now,
+            lease_owner=None,
+            lease_expires_at=None,
+            **({"reason": detail, "finished_at": now} if give_up else {"queued_at": now}),
+        )
+        .execution_options(synchronize_session=False)
+    ).rowcount
+    if moved != 1:
+        return None
+    session.add(
+        SubmissionEvent(
+            submission_id=submission_id,
+            from_status=Status.SCORING.value,
+            to_status=target.value,
+            at=now,
+            detail=detail,
+        )
+    )
+    return target
+
+
+def create_organiser_session(session: Session, *, team_id: int, lifetime: dt.timedelta) -> str:
+    """Open a sign-in session of the organiser pages; returns its opaque id (stored hashed).
+
+    Args:
+        session: open session (committed by the caller).
+        team_id: the organiser team.
+        lifetime: how long the session lasts.
+
+    Returns:
+        The session id to put in the cookie.
+    """
+    import secrets
+
+    now = utcnow()
+    session.execute(
+        OrganiserSession.__table__.delete().where(OrganiserSession.expires_at < now)
+    )
+    value = secrets.token_urlsafe(32)
+    session.add(
+        OrganiserSession(
+            id_hash=hash_token(value), team_id=team_id, created_at=now, expires_at=now + lifetime
+        )
+    )
+    return value
+
+
+def organiser_by_session(session: Session, *, session_id: str) -> Team | None:
+    """The organiser team of an unexpired sign-in session, or None."""
+    found = session.scalar(
+        select(OrganiserSession)
+        .options(joinedload(OrganiserSession.team))
+        .where(
+            OrganiserSession.id_hash == hash_token(session_id),
+            OrganiserSession.expires_at > utcnow(),
+        )
+    )
+    if found is None or not found.team.is_organiser:
+        return None
+    return found.team
+
+
+def end_organiser_session(session: Session, *, session_id: str) -> None:
+    """Sign out: remove the session."""
+    session.execute(
+        OrganiserSession.__table__.delete().where(
+            OrganiserSession.id_hash == hash_token(session_id)
+        )
+    )

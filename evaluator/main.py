@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI
 from sqlalchemy import select
 
+from evaluator import team_names
 from evaluator.api.routes import health, submissions, teams
 from evaluator.core.config import Settings
 from evaluator.core.db import migrate, session_factory
+from evaluator.core.headers import SecurityHeaders
 from evaluator.core.security import hash_token
+from evaluator.core.throttle import FailedAuthThrottle
 from evaluator.models import Team, utcnow
 from evaluator.queue import TaskQueue
 from evaluator.storage import SubmissionStore
@@ -35,6 +37,7 @@ def _ensure_organiser_token(settings: Settings) -> None:
             session.add(
                 Team(
                     name=ORGANISER_TEAM,
+                    name_key=team_names.key(ORGANISER_TEAM),
                     token_hash=digest,
                     is_organiser=True,
                     created_at=utcnow(),
@@ -45,12 +48,19 @@ def _ensure_organiser_token(settings: Settings) -> None:
             team.token_hash, team.is_organiser = digest, True
 
 
-def create_app(settings: Settings | None = None, *, migrate_database: bool = True) -> FastAPI:
+def create_app(
+    settings: Settings | None = None,
+    *,
+    migrate_database: bool = True,
+    routers: Sequence[APIRouter] = (),
+) -> FastAPI:
     """Build the service.
 
     Args:
         settings: the configuration (read from the environment when omitted).
         migrate_database: bring the schema to the newest migration at start-up.
+        routers: further routers served by the same app (``pflkit.app`` adds the
+            leaderboard's pages).
 
     Returns:
         The FastAPI application.
@@ -75,18 +85,13 @@ def create_app(settings: Settings | None = None, *, migrate_database: bool = Tru
     app.state.sessions = session_factory(settings.db_url)
     app.state.store = SubmissionStore(settings.storage_dir)
     app.state.queue = TaskQueue(settings.queue, name=settings.queue_name)
+    app.state.throttle = FailedAuthThrottle(
+        limit=settings.auth_failures_allowed, window_seconds=settings.auth_failure_window_seconds
+    )
+    app.add_middleware(SecurityHeaders)
     app.include_router(health.router)
     app.include_router(submissions.router)
     app.include_router(teams.router)
-    for target in settings.extra_routers:
-        app.include_router(_import_router(target))
+    for router in routers:
+        app.include_router(router)
     return app
-
-
-def _import_router(target: str) -> APIRouter:
-    """The router named by ``module:attribute`` (e.g. ``leaderboard.web:router``)."""
-    module_name, _, attribute = target.partition(":")
-    router = getattr(importlib.import_module(module_name), attribute or "router", None)
-    if not isinstance(router, APIRouter):
-        raise ValueError(f"extra router {target!r} is not a fastapi.APIRouter")
-    return router

@@ -11,7 +11,7 @@ import datetime as dt
 import enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -26,6 +26,8 @@ from sqlalchemy import (
     TypeDecorator,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from evaluator import team_names
 
 
 def utcnow() -> dt.datetime:
@@ -79,6 +81,9 @@ class Team(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(100), unique=True)
+    # The confusable skeleton of the name (evaluator.team_names.key): unique, so that names a
+    # reader could mistake for one another cannot both be registered.
+    name_key: Mapped[str] = mapped_column(String(100), unique=True, index=True)
     token_hash: Mapped[str] = mapped_column(String(64), unique=True, index=True)
     is_organiser: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
@@ -118,7 +123,10 @@ class Submission(Base):
     lease_expires_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
     model_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
-    model_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    model_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
+    # The earlier submission (of another team) whose checkpoint this one repeats, when the copy
+    # policy is "flag".
+    copy_of: Mapped[str | None] = mapped_column(String(36), nullable=True)
     has_privacy: Mapped[bool] = mapped_column(Boolean, default=False)
 
     anls: Mapped[float | None] = mapped_column(Float, nullable=True)
@@ -171,6 +179,19 @@ class SubmissionEvent(Base):
     submission: Mapped[Submission] = relationship(back_populates="events")
 
 
+class OrganiserSession(Base):
+    """A signed-in organiser page session: the hash of an opaque cookie value, and its expiry."""
+
+    __tablename__ = "organiser_sessions"
+
+    id_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+
+    team: Mapped[Team] = relationship()
+
+
 class SubmissionMetadata(BaseModel):
     """The ``metadata`` part of an upload (``submission.json`` of a run directory)."""
 
@@ -183,6 +204,13 @@ class SubmissionMetadata(BaseModel):
     clients_per_round: int | None = Field(default=None, ge=1, le=100_000)
     rounds: int | None = Field(default=None, ge=1, le=1_000_000)
     sampling: Literal["fixed", "poisson"] | None = None
+
+
+# Scores participants see: 4 decimals, as the competition published them.
+PUBLIC_DECIMALS = 4
+SCORE_FIELDS = ("anls", "accuracy", "anls_in", "anls_out", "accuracy_in", "accuracy_out")
+# Per-round tallies in one API answer (the log may hold up to max_log_rounds rounds).
+MAX_ROUNDS_SHOWN = 1000
 
 
 class TransitionPublic(BaseModel):
@@ -213,7 +241,9 @@ class ResultsPublic(BaseModel):
     bytes_down: int | None = None
     rounds: int | None = None
     messages: int | None = None
-    per_round: list[dict[str, int]] | None = None
+    per_round: list[dict[str, int]] | None = Field(
+        default=None, description="per-round tallies, the first 1000 rounds at most"
+    )
     epsilon: float | None = None
     delta: float | None = None
     privacy_verified: bool | None = None
@@ -244,9 +274,25 @@ class SubmissionPublic(BaseModel):
     transitions: list[TransitionPublic]
 
     @classmethod
-    def from_row(cls, row: Submission) -> SubmissionPublic:
-        """Build the public view of a submission row (team and events loaded)."""
-        results = ResultsPublic(**{name: getattr(row, name) for name in ResultsPublic.model_fields})
+    def from_row(cls, row: Submission, *, full_precision: bool = False) -> SubmissionPublic:
+        """Build the API view of a submission row (team and events loaded).
+
+        Args:
+            row: the submission.
+            full_precision: organisers only; participants get scores to ``PUBLIC_DECIMALS``
+                decimals (more would let repeated submissions probe single hidden answers).
+
+        Returns:
+            The view, with at most ``MAX_ROUNDS_SHOWN`` per-round tallies.
+        """
+        values = {name: getattr(row, name) for name in ResultsPublic.model_fields}
+        if not full_precision:
+            for name in SCORE_FIELDS:
+                if values[name] is not None:
+                    values[name] = round(values[name], PUBLIC_DECIMALS)
+        if values["per_round"] is not None:
+            values["per_round"] = values["per_round"][:MAX_ROUNDS_SHOWN]
+        results = ResultsPublic(**values)
         return cls(
             id=row.id,
             team=row.team.name,
@@ -261,8 +307,8 @@ class SubmissionPublic(BaseModel):
             queued_at=row.queued_at,
             scoring_started_at=row.scoring_started_at,
             finished_at=row.finished_at,
-            anls=row.anls,
-            accuracy=row.accuracy,
+            anls=results.anls,
+            accuracy=results.accuracy,
             total_bytes=row.total_bytes,
             results=results,
             transitions=[TransitionPublic.model_validate(event) for event in row.events],
@@ -286,8 +332,13 @@ class SubmissionList(BaseModel):
 class TeamCreate(BaseModel):
     """Request body of the organiser endpoint that creates a team."""
 
-    name: str = Field(min_length=1, max_length=100, pattern=r"^[\w .@+-]+$")
+    name: str = Field(min_length=1, max_length=100, description="see evaluator.team_names")
     organiser: bool = False
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, value: str) -> str:
+        return team_names.normalise(value)
 
 
 class TeamCreated(BaseModel):

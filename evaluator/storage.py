@@ -8,14 +8,16 @@ in ``submissions/`` and its ``incoming/`` directory is removed.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import shutil
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
-from python_multipart.multipart import MultipartParser, parse_options_header
+from python_multipart.multipart import MultipartParser, MultipartState, parse_options_header
 
 FILENAMES = {
     "model": "model.safetensors",
@@ -28,6 +30,11 @@ FLUSH_BYTES = 1024 * 1024
 # After a limit is hit the rest of the body is read and discarded up to this many extra bytes,
 # so the client receives the 413 answer instead of a broken connection.
 DRAIN_BYTES = 16 * 1024 * 1024
+# RFC 2046 section 5.1.1: a boundary is 1 to 70 characters.
+MAX_BOUNDARY_CHARS = 70
+MAX_PART_HEADER_BYTES = 8 * 1024
+# A ``name=`` parameter (not ``filename=``) in a Content-Disposition header.
+_NAME_PARAMETER = re.compile(rb"(?:^|;)\s*name\s*=", re.IGNORECASE)
 
 
 class UploadError(Exception):
@@ -92,6 +99,19 @@ def _fsync_directory(path: Path) -> None:
         os.close(descriptor)
 
 
+@dataclass(frozen=True)
+class ReceivedParts:
+    """What an upload delivered.
+
+    Attributes:
+        sizes: part name -> bytes received.
+        sha256: part name -> hex SHA-256 of the part's content.
+    """
+
+    sizes: dict[str, int]
+    sha256: dict[str, str]
+
+
 class _PartWriter:
     """python-multipart callbacks that write each allowed part to its own file."""
 
@@ -99,6 +119,7 @@ class _PartWriter:
         self.directory = directory
         self.limits = limits
         self.received: dict[str, int] = {}
+        self.hashes: dict[str, Any] = {}
         self._headers: dict[bytes, bytes] = {}
         self._field = b""
         self._value = b""
@@ -117,17 +138,32 @@ class _PartWriter:
         }
 
     def _grow(self, attribute: str, data: bytes) -> None:
-        setattr(self, attribute, getattr(self, attribute) + data)
+        value = getattr(self, attribute) + data
+        if len(value) > MAX_PART_HEADER_BYTES:
+            raise UploadError(400, f"a part header exceeds {MAX_PART_HEADER_BYTES} bytes")
+        setattr(self, attribute, value)
 
     def _part_begin(self) -> None:
         self._headers, self._field, self._value, self._name = {}, b"", b"", None
 
     def _header_end(self) -> None:
-        self._headers[self._field.lower()] = self._value
+        field = self._field.strip().lower()
+        if field in self._headers:
+            raise UploadError(
+                400,
+                f"a part holds the header {field.decode('latin-1')[:40]!r} twice; "
+                "send each header once per part",
+            )
+        self._headers[field] = self._value
         self._field, self._value = b"", b""
 
     def _headers_finished(self) -> None:
-        _, options = parse_options_header(self._headers.get(b"content-disposition", b""))
+        disposition = self._headers.get(b"content-disposition", b"")
+        if len(_NAME_PARAMETER.findall(disposition)) > 1:
+            raise UploadError(
+                400, "a part's Content-Disposition names its field twice; give one name="
+            )
+        _, options = parse_options_header(disposition)
         name = options.get(b"name", b"").decode("utf-8", "replace")
         if name not in self.limits:
             raise UploadError(
@@ -139,6 +175,7 @@ class _PartWriter:
             raise UploadError(422, f"form field {name!r} sent twice")
         self._name = name
         self.received[name] = 0
+        self.hashes[name] = hashlib.sha256()
         self._handle = (self.directory / FILENAMES[name]).open("wb")
 
     def _part_data(self, data: bytes, start: int, end: int) -> None:
@@ -149,6 +186,7 @@ class _PartWriter:
                 413, f"{self._name} exceeds the limit of {self.limits[self._name]} bytes"
             )
         self._handle.write(data[start:end])
+        self.hashes[self._name].update(data[start:end])
 
     def _part_end(self) -> None:
         if self._handle is not None:
@@ -166,7 +204,7 @@ async def receive_multipart(
     *,
     limits: dict[str, int],
     max_total: int,
-) -> dict[str, int]:
+) -> ReceivedParts:
     """Stream a ``multipart/form-data`` body into ``directory``, one file per part.
 
     Args:
@@ -177,11 +215,12 @@ async def receive_multipart(
         max_total: most bytes of the whole body.
 
     Returns:
-        Part name -> bytes received.
+        The size and SHA-256 of every part.
 
     Raises:
         UploadError: 415 for a body that is not multipart, 413 for a part or body over its
-            limit, 422 for unknown, repeated or missing parts.
+            limit, 400 for a malformed body (boundary over 70 characters, a header given twice
+            in a part, no closing boundary), 422 for unknown, repeated or missing parts.
     """
     from starlette.concurrency import run_in_threadpool
 
@@ -189,6 +228,12 @@ async def receive_multipart(
     boundary = options.get(b"boundary")
     if kind != b"multipart/form-data" or not boundary:
         raise UploadError(415, "send the submission as multipart/form-data")
+    if len(boundary) > MAX_BOUNDARY_CHARS:
+        raise UploadError(
+            400,
+            f"the multipart boundary has {len(boundary)} characters; RFC 2046 allows at most "
+            f"{MAX_BOUNDARY_CHARS}",
+        )
     directory.mkdir(parents=True, exist_ok=False)
     writer = _PartWriter(directory, limits)
     parser = MultipartParser(boundary, writer.callbacks())
@@ -215,6 +260,12 @@ async def receive_multipart(
         if error is None:
             await run_in_threadpool(parser.write, bytes(buffer))
             parser.finalize()
+            if parser.state != MultipartState.END:
+                error = UploadError(
+                    400,
+                    "the body ends before its closing boundary (--BOUNDARY--); "
+                    "send the complete multipart body",
+                )
     except UploadError:
         raise
     except Exception as exc:  # malformed framing from the multipart parser
@@ -226,4 +277,7 @@ async def receive_multipart(
     missing = [part for part in REQUIRED_PARTS if part not in writer.received]
     if missing:
         raise UploadError(422, f"missing form fields: {', '.join(missing)}")
-    return writer.received
+    return ReceivedParts(
+        sizes=dict(writer.received),
+        sha256={name: digest.hexdigest() for name, digest in writer.hashes.items()},
+    )

@@ -20,12 +20,11 @@ import traceback
 import uuid
 from typing import Any
 
-from sqlalchemy import update
-
 from evaluator import crud
 from evaluator.core.config import Settings
 from evaluator.core.db import session_scope
-from evaluator.models import Status, Submission, SubmissionEvent, SubmissionMetadata, utcnow
+from evaluator.federation import federation_of
+from evaluator.models import Status, Submission, SubmissionMetadata, utcnow
 from evaluator.queue import TaskQueue
 from evaluator.scoring import Scorer
 from evaluator.storage import SubmissionStore
@@ -229,6 +228,8 @@ class JobRunner:
             clients_per_round=metadata.clients_per_round,
             rounds=metadata.rounds,
             sampling=metadata.sampling,
+            max_rounds=settings.max_log_rounds,
+            max_messages_per_round=2 * self.scorer.clients * settings.max_messages_per_client_round,
         )
         values: dict[str, Any] = {
             "total_bytes": tally.total_bytes,
@@ -246,7 +247,9 @@ class JobRunner:
                     "privacy", "track 2 needs a privacy declaration (privacy.json)"
                 )
             declaration = load_declaration(privacy_path, max_bytes=settings.max_json_bytes)
-            verified, report = verify_declaration(declaration, tally, clients=self.scorer.clients)
+            verified, report = verify_declaration(
+                declaration, tally, federation=federation_of(settings.data_dir)
+            )
             values.update(
                 epsilon=float(declaration.epsilon),
                 delta=float(declaration.delta),
@@ -293,53 +296,13 @@ def reap(settings: Settings, queue: TaskQueue, store: SubmissionStore) -> dict[s
         expired = crud.expired_leases(session, now=now)
     for submission_id in expired:
         with session_scope(settings.db_url) as session:
-            row = session.get(Submission, submission_id)
-            if row is None:
-                continue
-            give_up = row.attempts >= settings.max_attempts
-            target = Status.FAILED if give_up else Status.QUEUED
-            detail = (
-                f"worker lost {row.attempts} times; giving up"
-                if give_up
-                else "worker stopped renewing its lease; re-queued"
+            moved = crud.requeue_expired(
+                session, submission_id=submission_id, now=now, max_attempts=settings.max_attempts
             )
-            moved = (
-                session.execute(
-                    update(Submission)
-                    .where(
-                        Submission.id == submission_id,
-                        Submission.status == Status.SCORING.value,
-                        Submission.lease_expires_at < now,
-                    )
-                    .values(
-                        status=target.value,
-                        updated_at=now,
-                        lease_owner=None,
-                        lease_expires_at=None,
-                        **(
-                            {"reason": detail, "finished_at": now}
-                            if give_up
-                            else {"queued_at": now}
-                        ),
-                    )
-                    .execution_options(synchronize_session=False)
-                ).rowcount
-                == 1
-            )
-            if moved:
-                session.add(
-                    SubmissionEvent(
-                        submission_id=submission_id,
-                        from_status=Status.SCORING.value,
-                        to_status=target.value,
-                        at=now,
-                        detail=detail,
-                    )
-                )
-        if moved and not give_up:
+        if moved == Status.QUEUED:
             queue.enqueue(submission_id)
             counts["requeued"] += 1
-        elif moved:
+        elif moved == Status.FAILED:
             counts["failed"] += 1
     stale_before = now - dt.timedelta(seconds=settings.received_timeout_seconds)
     with session_scope(settings.db_url) as session:

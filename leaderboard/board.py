@@ -9,6 +9,14 @@ from typing import Any
 
 from leaderboard.ranking import BUDGETS, Row, Table, Unranked, rank_track1, rank_track2
 
+# Scores are published with as many decimals as the competition did; more would let repeated
+# submissions probe individual hidden answers. Organisers see full precision.
+PUBLIC_DECIMALS = 4
+SCORE_FIELDS = ("anls", "anls_in", "anls_out", "accuracy")
+INTEGER_COLUMNS = ("track", "rank", "total_bytes")
+# OWASP CSV injection: a cell starting with one of these is run as a formula by spreadsheets.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
 # Columns of the CSV export (web and command line).
 CSV_COLUMNS = [
     "track", "budget", "rank", "team", "method", "anls", "anls_in", "anls_out", "accuracy",
@@ -27,6 +35,8 @@ class Board:
         track2: one table per epsilon budget.
         track2_unranked: track-2 submissions that qualify for no budget.
         all_submissions: whether every submission is ranked, not only each team's best.
+        public: the participants' view: scores to ``PUBLIC_DECIMALS`` decimals, no rejection or
+            failure reasons, no scores of hidden submissions.
     """
 
     threshold: float
@@ -35,10 +45,14 @@ class Board:
     track2: dict[float, Table]
     track2_unranked: list[Unranked]
     all_submissions: bool = False
+    public: bool = True
 
 
 def _public(unranked: Unranked) -> Unranked:
-    """A hidden submission shows only who, what, when and why, never its scores."""
+    """A hidden submission shows only who, what, when and why, never its scores; a rejected
+    or failed one shows its state, not the reason (that is its team's and the organisers')."""
+    if unranked.reason.startswith(("rejected:", "failed:")):
+        unranked = dataclasses.replace(unranked, reason=unranked.row.status)
     if not unranked.row.hidden:
         return unranked
     row = unranked.row
@@ -81,7 +95,7 @@ def build_board(
     if public:
         track1.unranked = [_public(u) for u in track1.unranked]
         unranked2 = [_public(u) for u in unranked2]
-    return Board(threshold, threshold_source, track1, track2, unranked2, all_submissions)
+    return Board(threshold, threshold_source, track1, track2, unranked2, all_submissions, public)
 
 
 def records(board: Board, *, track: int | None = None) -> list[dict[str, Any]]:
@@ -104,7 +118,7 @@ def records(board: Board, *, track: int | None = None) -> list[dict[str, Any]]:
                     "budget": None,
                     "rank": entry.rank,
                     "reason": None,
-                    **entry.row.as_dict(),
+                    **row_dict(board, entry.row),
                 }
             )
         for item in board.track1.unranked:
@@ -114,7 +128,7 @@ def records(board: Board, *, track: int | None = None) -> list[dict[str, Any]]:
                     "budget": None,
                     "rank": None,
                     "reason": item.reason,
-                    **item.row.as_dict(),
+                    **row_dict(board, item.row),
                 }
             )
     if track in (None, 2):
@@ -126,7 +140,7 @@ def records(board: Board, *, track: int | None = None) -> list[dict[str, Any]]:
                         "budget": budget,
                         "rank": entry.rank,
                         "reason": None,
-                        **entry.row.as_dict(),
+                        **row_dict(board, entry.row),
                     }
                 )
         for item in board.track2_unranked:
@@ -136,7 +150,7 @@ def records(board: Board, *, track: int | None = None) -> list[dict[str, Any]]:
                     "budget": None,
                     "rank": None,
                     "reason": item.reason,
-                    **item.row.as_dict(),
+                    **row_dict(board, item.row),
                 }
             )
     return out
@@ -159,10 +173,10 @@ def as_json(board: Board, *, track: int) -> dict[str, Any]:
     """
 
     def ranked(table: Table) -> list[dict[str, Any]]:
-        return [{"rank": e.rank, **e.row.as_dict()} for e in table.ranked]
+        return [{"rank": e.rank, **row_dict(board, e.row)} for e in table.ranked]
 
     def unranked(items: list[Unranked]) -> list[dict[str, Any]]:
-        return [{**u.row.as_dict(), "reason": u.reason} for u in items]
+        return [{**row_dict(board, u.row), "reason": u.reason} for u in items]
 
     common = {"track": track, "all_submissions": board.all_submissions}
     if track == 1:
@@ -184,3 +198,50 @@ def as_json(board: Board, *, track: int) -> dict[str, Any]:
             "unranked": unranked(board.track2_unranked),
         }
     raise ValueError(f"track must be 1 or 2, got {track}")
+
+
+def row_dict(board: Board, row: Row) -> dict[str, Any]:
+    """A row as the board publishes it: scores rounded in the public view.
+
+    Args:
+        board: the board (its ``public`` flag decides the precision).
+        row: the row.
+
+    Returns:
+        ``row.as_dict()`` with the scores rounded to ``PUBLIC_DECIMALS`` when public.
+    """
+    data = row.as_dict()
+    if board.public:
+        for name in SCORE_FIELDS:
+            if data.get(name) is not None:
+                data[name] = round(data[name], PUBLIC_DECIMALS)
+    return data
+
+
+def neutralise_cell(value: Any) -> Any:
+    """A text cell that a spreadsheet would run as a formula, prefixed with ``'`` (OWASP)."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def csv_text(board: Board, *, track: int | None = None) -> str:
+    """The board as CSV (web export and ``pflkit leaderboard export``).
+
+    Text cells that start with ``=``, ``+``, ``-``, ``@``, tab or carriage return are prefixed
+    with ``'`` so spreadsheets show them as text; integer columns stay integers.
+
+    Args:
+        board: the board.
+        track: 1 or 2 for one track only.
+
+    Returns:
+        The CSV text with the ``CSV_COLUMNS`` header.
+    """
+    import pandas as pd
+
+    rows = [{k: neutralise_cell(v) for k, v in r.items()} for r in records(board, track=track)]
+    frame = pd.DataFrame.from_records(rows, columns=CSV_COLUMNS)
+    for column in INTEGER_COLUMNS:
+        frame[column] = frame[column].astype("Int64")
+    return frame.to_csv(index=False)

@@ -169,19 +169,17 @@ def export(database_url: str | None, storage_dir: Path | None, data_dir: Path | 
     import os
     import tempfile
 
-    import pandas as pd
-
-    from leaderboard.board import CSV_COLUMNS, records
+    from leaderboard.board import csv_text, records
 
     board = _board(database_url, storage_dir, data_dir, threshold, all_submissions)
-    frame = pd.DataFrame.from_records(records(board, track=track), columns=CSV_COLUMNS)
+    text = csv_text(board, track=track)
     out.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
     os.close(handle)
     try:
-        frame.to_csv(temporary, index=False)
+        Path(temporary).write_text(text)
         os.replace(temporary, out)
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)
-    click.echo(f"wrote {len(frame)} rows to {out}")
+    click.echo(f"wrote {len(records(board, track=track))} rows to {out}")

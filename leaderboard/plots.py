@@ -53,8 +53,9 @@ def track1_png(ranked: Sequence[Row], below: Sequence[Row], *, threshold: float)
             axes.scatter(xs, ys, s=22, label=label, **style)
     for row in list(ranked)[:10]:
         if row.total_bytes and row.anls is not None:
+            # Plain text: a name such as "$\\frac{a}$" must not be parsed as mathtext.
             axes.annotate(row.team, (row.total_bytes, row.anls), textcoords="offset points",
-                          xytext=(4, 4), fontsize=7, color="tab:blue")  # fmt: skip
+                          xytext=(4, 4), fontsize=7, color="tab:blue", parse_math=False)  # fmt: skip
     axes.axhline(
         threshold, color="tab:red", linestyle="--", linewidth=1, label=f"threshold {threshold:.4f}"
     )

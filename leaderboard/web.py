@@ -1,4 +1,4 @@
-"""The leaderboard's routes, served by the evaluator's FastAPI app (``extra_routers``).
+"""The leaderboard's routes, mounted on the evaluator's FastAPI app by ``pflkit.app``.
 
 Pages: ``GET /leaderboard`` (both tracks; ``?all=true`` for every submission),
 ``GET /leaderboard/submissions/{id}`` (communication per round, privacy report),
@@ -6,12 +6,14 @@ Pages: ``GET /leaderboard`` (both tracks; ``?all=true`` for every submission),
 (every submission with status and reason; re-score, hide, disqualify). Exports:
 ``GET /api/v1/leaderboard?track=1|2`` (JSON) and ``GET /api/v1/leaderboard.csv``.
 Organiser actions: ``POST /api/v1/leaderboard/submissions/{id}/{action}`` with the organiser's
-bearer token, or the organiser page's forms (token kept in a strict same-site cookie).
+bearer token, or the organiser page's forms (an opaque, expiring session id in a Secure,
+HTTP-only, strict same-site cookie). Authentication is ``evaluator.api.deps``'s; every write goes
+through ``evaluator.crud`` (flags, re-score, sessions).
 """
 
 from __future__ import annotations
 
-import io
+import datetime as dt
 import threading
 from pathlib import Path as FilePath
 from typing import Annotated, Any
@@ -19,18 +21,24 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Form, HTTPException, Path, Query, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
-from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from evaluator import crud
-from evaluator.api.deps import get_session
-from evaluator.models import Submission, SubmissionEvent, Team, utcnow
+from evaluator.api.deps import (
+    SESSION_COOKIE,
+    check_throttle,
+    get_session,
+    organiser_from_request,
+    record_failure,
+    require_organiser,
+)
+from evaluator.models import Submission, Team
+from evaluator.validation.privacy import VERIFICATION_COVERS, VERIFICATION_DOES_NOT_COVER
 from leaderboard import formatting, plots, source
-from leaderboard.board import CSV_COLUMNS, Board, as_json, build_board, records
+from leaderboard.board import Board, as_json, build_board, csv_text
 from leaderboard.threshold import track1_threshold
 
 PACKAGE_DIR = FilePath(__file__).resolve().parent
-COOKIE = "pflkit_organiser"
 ACTIONS = ("hide", "unhide", "disqualify", "requalify", "rescore")
 
 router = APIRouter(tags=["leaderboard"])
@@ -58,35 +66,9 @@ def _board(request: Request, session: Session, *, all_submissions: bool, public:
     )
 
 
-def _organiser_from(request: Request, session: Session) -> Team | None:
-    """The organiser behind the request's bearer token or cookie, or None."""
-    header = request.headers.get("authorization", "")
-    token = header[7:].strip() if header.lower().startswith("bearer ") else ""
-    token = token or request.cookies.get(COOKIE, "")
-    if not token:
-        return None
-    team = crud.team_by_token(session, token=token)
-    return team if team is not None and team.is_organiser else None
-
-
-def require_organiser(request: Request, session: SessionDep) -> Team:
-    """The calling organiser.
-
-    Raises:
-        HTTPException: 401 without a token, 403 for a participant's token.
-    """
-    team = _organiser_from(request, session)
-    if team is None:
-        raise HTTPException(
-            status.HTTP_401_UNAUTHORIZED,
-            "organisers only: send 'Authorization: Bearer <organiser token>' "
-            "or sign in at /leaderboard/organiser",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
-    return team
-
-
 OrganiserDep = Annotated[Team, Depends(require_organiser)]
+# Rounds of the per-round table an organiser sees on a detail page.
+MAX_ROUNDS_SHOWN = 200
 
 
 @router.get("/leaderboard/static/style.css", include_in_schema=False)
@@ -101,16 +83,31 @@ def leaderboard_page(
 ) -> HTMLResponse:
     """Both tracks: ranked tables, plots and the unranked submissions with reasons."""
     board = _board(request, session, all_submissions=all, public=True)
-    return templates.TemplateResponse(request, "leaderboard.html", {"board": board})
+    context = {
+        "board": board,
+        "covers": VERIFICATION_COVERS,
+        "does_not_cover": VERIFICATION_DOES_NOT_COVER,
+    }
+    return templates.TemplateResponse(request, "leaderboard.html", context)
 
 
 @router.get("/leaderboard/submissions/{submission_id}", response_class=HTMLResponse)
 def submission_page(request: Request, submission_id: str, session: SessionDep) -> HTMLResponse:
-    """One submission: scores, communication per round, privacy report, history."""
+    """One submission. Everyone sees a summary (scores to 4 decimals, totals, the claim and
+    whether it was verified); organisers also see reasons, per-round tallies, the full privacy
+    report and the history's details."""
+    organiser = organiser_from_request(request, session)
     row = source.load_submission(session, submission_id=submission_id)
-    if row is None or (row.hidden and _organiser_from(request, session) is None):
+    if row is None or (row.hidden and organiser is None):
         raise HTTPException(status.HTTP_404_NOT_FOUND, "no such submission")
-    return templates.TemplateResponse(request, "submission.html", {"s": row})
+    context = {
+        "s": row,
+        "public": organiser is None,
+        "rounds_shown": (row.per_round or [])[:MAX_ROUNDS_SHOWN],
+        "covers": VERIFICATION_COVERS,
+        "does_not_cover": VERIFICATION_DOES_NOT_COVER,
+    }
+    return templates.TemplateResponse(request, "submission.html", context)
 
 
 def _plot(request: Request, session: Session, track: int) -> bytes:
@@ -168,14 +165,9 @@ def leaderboard_csv(
     all: bool = Query(False, description="every submission, not only each team's best"),
 ) -> Response:
     """Both tracks (or one) as CSV, one line per table entry (pandas)."""
-    import pandas as pd
-
     board = _board(request, session, all_submissions=all, public=True)
-    frame = pd.DataFrame.from_records(records(board, track=track), columns=CSV_COLUMNS)
-    buffer = io.StringIO()
-    frame.to_csv(buffer, index=False)
     return Response(
-        buffer.getvalue(),
+        csv_text(board, track=track),
         media_type="text/csv",
         headers={"Content-Disposition": 'attachment; filename="leaderboard.csv"'},
     )
@@ -223,28 +215,8 @@ def apply_action(
         return
     if action == "disqualify" and not reason:
         raise HTTPException(status.HTTP_400_BAD_REQUEST, "give the reason for disqualifying")
-    values: dict[str, Any] = {
-        "hide": {"hidden": True},
-        "unhide": {"hidden": False},
-        "disqualify": {"disqualified_reason": reason[:2000]},
-        "requalify": {"disqualified_reason": None},
-    }[action]
-    now = utcnow()
-    session.execute(
-        update(Submission)
-        .where(Submission.id == submission_id)
-        .values(updated_at=now, **values)
-        .execution_options(synchronize_session=False)
-    )
-    note = f"{action} by {organiser.name}" + (f": {reason}" if reason else "")
-    session.add(
-        SubmissionEvent(
-            submission_id=submission_id,
-            from_status=row.status,
-            to_status=row.status,
-            at=now,
-            detail=note,
-        )
+    crud.set_flags(
+        session, submission_id=submission_id, organiser=organiser.name, action=action, reason=reason
     )
     session.commit()
 
@@ -311,7 +283,7 @@ def _organiser_rows(session: Session, board: Board) -> list[dict[str, Any]]:
 @router.get("/leaderboard/organiser", response_class=HTMLResponse)
 def organiser_page(request: Request, session: SessionDep) -> HTMLResponse:
     """Organisers: every submission with status and reason, and the actions (sign-in form)."""
-    organiser = _organiser_from(request, session)
+    organiser = organiser_from_request(request, session)
     if organiser is None:
         return templates.TemplateResponse(
             request, "organiser_login.html", {}, status_code=status.HTTP_401_UNAUTHORIZED
@@ -325,21 +297,42 @@ def organiser_page(request: Request, session: SessionDep) -> HTMLResponse:
 
 
 @router.post("/leaderboard/organiser/login", include_in_schema=False)
-def organiser_login(session: SessionDep, token: Annotated[str, Form()]) -> Response:
-    """Check an organiser token and keep it in an HTTP-only, strict same-site cookie."""
+def organiser_login(
+    request: Request, session: SessionDep, token: Annotated[str, Form(max_length=200)]
+) -> Response:
+    """Check an organiser token and open a session: the cookie holds an opaque, expiring id
+    (HTTP-only, Secure, strict same-site), never the token."""
+    check_throttle(request)
     team = crud.team_by_token(session, token=token.strip())
     if team is None or not team.is_organiser:
+        record_failure(request)
         raise HTTPException(status.HTTP_403_FORBIDDEN, "not an organiser token")
+    settings = request.app.state.settings
+    lifetime = dt.timedelta(hours=settings.session_hours)
+    session_id = crud.create_organiser_session(session, team_id=team.id, lifetime=lifetime)
+    session.commit()
     response = RedirectResponse("/leaderboard/organiser", status_code=status.HTTP_303_SEE_OTHER)
-    response.set_cookie(COOKIE, token.strip(), httponly=True, samesite="strict", max_age=8 * 3600)
+    response.set_cookie(
+        SESSION_COOKIE,
+        session_id,
+        max_age=int(lifetime.total_seconds()),
+        httponly=True,
+        secure=settings.session_cookie_secure,
+        samesite="strict",
+        path="/",
+    )
     return response
 
 
 @router.post("/leaderboard/organiser/logout", include_in_schema=False)
-def organiser_logout() -> Response:
-    """Forget the organiser cookie."""
+def organiser_logout(request: Request, session: SessionDep) -> Response:
+    """End the organiser's session and forget the cookie."""
+    session_id = request.cookies.get(SESSION_COOKIE)
+    if session_id:
+        crud.end_organiser_session(session, session_id=session_id)
+        session.commit()
     response = RedirectResponse("/leaderboard", status_code=status.HTTP_303_SEE_OTHER)
-    response.delete_cookie(COOKIE)
+    response.delete_cookie(SESSION_COOKIE, path="/")
     return response
 
 

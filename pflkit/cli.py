@@ -19,7 +19,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("benchmark.model.cli", "model"),
     ("baselines.cli", "train"),
     ("accountant.cli", "dp"),
-    ("evaluator.cli", "serve"),
+    ("pflkit.serve", "serve"),
     ("evaluator.cli", "worker"),
     ("evaluator.cli", "team"),
     ("evaluator.cli", "submit"),

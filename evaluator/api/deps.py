@@ -1,4 +1,9 @@
-"""Typed dependencies of the routes: settings, database session, calling team, organiser."""
+"""Typed dependencies of the routes: settings, database session, calling team, organiser.
+
+This module is the one place that authenticates: participants and organisers by bearer token,
+organisers of the pages also by the opaque session cookie of ``/leaderboard/organiser/login``.
+Failed attempts are throttled per client address (``evaluator.core.throttle``).
+"""
 
 from __future__ import annotations
 
@@ -11,10 +16,12 @@ from sqlalchemy.orm import Session
 
 from evaluator import crud
 from evaluator.core.config import Settings
+from evaluator.core.throttle import FailedAuthThrottle
 from evaluator.models import Team
 from evaluator.queue import TaskQueue
 from evaluator.storage import SubmissionStore
 
+SESSION_COOKIE = "pflkit_session"
 _bearer = HTTPBearer(auto_error=False, description="the team's API token (`pflkit team create`)")
 
 
@@ -52,15 +59,43 @@ StoreDep = Annotated[SubmissionStore, Depends(get_store)]
 QueueDep = Annotated[TaskQueue, Depends(get_queue)]
 
 
+def client_address(request: Request) -> str:
+    """The address failed authentications are counted against."""
+    return request.client.host if request.client else "unknown"
+
+
+def check_throttle(request: Request) -> None:
+    """Refuse authentication from an address with too many recent failures.
+
+    Raises:
+        HTTPException: 429 with ``Retry-After``.
+    """
+    throttle: FailedAuthThrottle = request.app.state.throttle
+    wait = throttle.retry_after(client_address(request))
+    if wait is not None:
+        raise HTTPException(
+            status.HTTP_429_TOO_MANY_REQUESTS,
+            f"too many failed authentications from this address; try again in {wait} s",
+            headers={"Retry-After": str(wait)},
+        )
+
+
+def record_failure(request: Request) -> None:
+    """Count a failed authentication of the request's address."""
+    request.app.state.throttle.record_failure(client_address(request))
+
+
 def current_team(
+    request: Request,
     session: SessionDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Team:
     """The team whose bearer token came with the request.
 
     Raises:
-        HTTPException: 401 when the token is missing or unknown.
+        HTTPException: 401 when the token is missing or unknown, 429 after too many failures.
     """
+    check_throttle(request)
     if credentials is None or credentials.scheme.lower() != "bearer" or not credentials.credentials:
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED,
@@ -69,6 +104,7 @@ def current_team(
         )
     team = crud.team_by_token(session, token=credentials.credentials)
     if team is None:
+        record_failure(request)
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED,
             "unknown token: check the token `pflkit team create` printed for your team",
@@ -76,6 +112,47 @@ def current_team(
         )
     # End the read transaction now: an upload may stream for minutes after this check.
     session.commit()
+    return team
+
+
+def organiser_from_request(request: Request, session: Session) -> Team | None:
+    """The organiser behind the request's bearer token or session cookie, or None.
+
+    A presented credential that is not an organiser's counts as a failed authentication.
+
+    Raises:
+        HTTPException: 429 after too many failures from the address.
+    """
+    header = request.headers.get("authorization", "")
+    token = header[7:].strip() if header.lower().startswith("bearer ") else ""
+    cookie = request.cookies.get(SESSION_COOKIE, "")
+    if not token and not cookie:
+        return None
+    check_throttle(request)
+    if token:
+        team = crud.team_by_token(session, token=token)
+        team = team if team is not None and team.is_organiser else None
+    else:
+        team = crud.organiser_by_session(session, session_id=cookie)
+    if team is None:
+        record_failure(request)
+    return team
+
+
+def require_organiser(request: Request, session: SessionDep) -> Team:
+    """The calling organiser (bearer token or signed-in session).
+
+    Raises:
+        HTTPException: 401 without organiser credentials, 429 after too many failures.
+    """
+    team = organiser_from_request(request, session)
+    if team is None:
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED,
+            "organisers only: send 'Authorization: Bearer <organiser token>' "
+            "or sign in at /leaderboard/organiser",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
     return team
 
 
@@ -94,3 +171,4 @@ def organiser(team: CurrentTeam) -> Team:
 
 
 Organiser = Annotated[Team, Depends(organiser)]
+OrganiserSession = Annotated[Team, Depends(require_organiser)]

@@ -7,8 +7,8 @@ command line. Unsafe values fail at start-up with a message that says what to ch
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -42,13 +42,23 @@ class Settings(BaseSettings):
         reference_model: model whose configuration defines the expected checkpoint
             (``base`` = the kit's shipped model, or a directory).
         organiser_token: optional organiser token accepted besides organiser teams' tokens.
+        auth_failures_allowed: failed authentications per client address and window before
+            that address is answered 429 (``Retry-After``) until the window has passed.
+        auth_failure_window_seconds: the window of ``auth_failures_allowed``.
+        session_hours: lifetime of an organiser page session.
+        session_cookie_secure: mark the session cookie ``Secure`` (sent over HTTPS only; keep
+            it on unless the pages are served over plain HTTP on a private network).
         api_workers: uvicorn processes serving the API.
         daily_quota: submissions per team per UTC day (failed and rejected ones do not count).
+        copy_policy: what happens to an upload whose checkpoint (SHA-256) repeats another
+            team's live submission: ``refuse`` (409) or ``flag`` (accepted, marked for the
+            organisers). A team's own repeat is always refused and does not use quota.
+        max_log_rounds: most federated rounds a communication log may hold.
+        max_messages_per_client_round: most messages per client and round in a log (a round
+            holds at most ``2 * K`` times this many).
         lease_seconds: how long a worker owns a job without a heartbeat before it is re-queued.
         torch_threads: intra-op threads of a scoring worker (0: torch's default). On a machine
             shared with other work, 1 avoids oversubscription (twice as fast here under load).
-        extra_routers: ``module:attribute`` of further FastAPI routers served by the same app
-            (e.g. the leaderboard's pages), as a JSON list in the environment.
     """
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
@@ -65,10 +75,17 @@ class Settings(BaseSettings):
     organiser_token: SecretStr | None = None
 
     daily_quota: int = Field(default=5, ge=1, le=10_000)
+    copy_policy: Literal["refuse", "flag"] = "refuse"
+    auth_failures_allowed: int = Field(default=20, ge=1, le=10_000)
+    auth_failure_window_seconds: float = Field(default=60.0, gt=0, le=86_400)
+    session_hours: float = Field(default=8.0, gt=0, le=24 * 7)
+    session_cookie_secure: bool = True
     max_model_bytes: int = Field(default=2 * 1024 * MIB, ge=1024)
     max_header_bytes: int = Field(default=16 * MIB, ge=1024)
     max_log_bytes: int = Field(default=32 * MIB, ge=1024)
     max_log_rows: int = Field(default=1_000_000, ge=1)
+    max_log_rounds: int = Field(default=10_000, ge=1, le=1_000_000)
+    max_messages_per_client_round: int = Field(default=64, ge=1, le=100_000)
     max_json_bytes: int = Field(default=256 * 1024, ge=256)
     max_tensors: int = Field(default=20_000, ge=1)
 
@@ -83,7 +100,6 @@ class Settings(BaseSettings):
     batch_size: int = Field(default=32, ge=1, le=4096)
     torch_threads: int = Field(default=0, ge=0, le=256)
     log_level: str = "INFO"
-    extra_routers: list[str] = Field(default_factory=list)
 
     @field_validator("organiser_token")
     @classmethod
@@ -161,9 +177,7 @@ class Settings(BaseSettings):
                 continue
             if isinstance(value, SecretStr):
                 value = value.get_secret_value()
-            env[ENV_PREFIX + name.upper()] = (
-                json.dumps(value) if isinstance(value, list) else str(value)
-            )
+            env[ENV_PREFIX + name.upper()] = str(value)
         env[ENV_PREFIX + "DATABASE_URL"] = self.db_url
         env[ENV_PREFIX + "QUEUE_URL"] = self.queue
         return env

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +18,9 @@ from evaluator.validation.errors import InvalidSubmission
 
 PART = "communication_log"
 MAX_LINE_CHARS = 200
+# An optional minus and ASCII digits only: int() would also take "²"-free Unicode digits such
+# as Arabic-Indic ones, and a cell like "--5" must be refused here, not by int().
+INTEGER = re.compile(r"-?[0-9]{1,19}", re.ASCII)
 
 
 @dataclass
@@ -93,6 +97,8 @@ def parse_log(
     clients_per_round: int | None = None,
     rounds: int | None = None,
     sampling: str | None = None,
+    max_rounds: int | None = None,
+    max_messages_per_round: int | None = None,
 ) -> CommunicationTally:
     """Read, validate and tally a communication log.
 
@@ -105,6 +111,8 @@ def parse_log(
             clients (at most this many when ``sampling`` is ``"poisson"``).
         rounds: when given, the log must hold exactly this many rounds.
         sampling: ``"fixed"`` or ``"poisson"`` client sampling.
+        max_rounds: most federated rounds accepted.
+        max_messages_per_round: most messages accepted in one round.
 
     Returns:
         The tally.
@@ -152,9 +160,19 @@ def parse_log(
                 f"{tallies[-1].round}; rounds must be in order",
             )
         if not tallies or round_ != tallies[-1].round:
+            if max_rounds is not None and len(tallies) >= max_rounds:
+                raise InvalidSubmission(
+                    PART, f"line {number}: more than {max_rounds} rounds; the limit is {max_rounds}"
+                )
             tallies.append(RoundTally(round=round_))
         tally = tallies[-1]
         tally.messages += 1
+        if max_messages_per_round is not None and tally.messages > max_messages_per_round:
+            raise InvalidSubmission(
+                PART,
+                f"line {number}: round {round_} holds more than {max_messages_per_round} "
+                "messages, the limit per round",
+            )
         if sender == SERVER:
             tally.down += amount
             tally.clients.add(receiver)
@@ -178,9 +196,11 @@ def _row_values(row: list[str], number: int) -> tuple[int, int, int, int]:
     values = []
     for name, cell in zip(HEADER, row, strict=True):
         cell = cell.strip()
-        if not cell.lstrip("-").isdigit() or len(cell) > 20:
+        if not INTEGER.fullmatch(cell):
             raise InvalidSubmission(
-                PART, f"line {number}: {name} must be an integer, got {cell[:30]!r}"
+                PART,
+                f"line {number}: {name} must be an integer in ASCII digits 0-9 (at most 19), "
+                f"got {cell[:30]!r}",
             )
         values.append(int(cell))
     return values[0], values[1], values[2], values[3]

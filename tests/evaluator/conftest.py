@@ -135,7 +135,7 @@ def settings(tmp_path: Path, database_url: str, tiny_reference: Path):
 class LiveServer:
     """The evaluator app served by uvicorn in a thread on a free localhost port."""
 
-    def __init__(self, settings) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, settings, app=None) -> None:  # type: ignore[no-untyped-def]
         import uvicorn
 
         from evaluator.main import create_app
@@ -144,7 +144,7 @@ class LiveServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config(
-            create_app(settings),
+            app if app is not None else create_app(settings),
             host="127.0.0.1",
             port=self.port,
             log_level="warning",

@@ -80,11 +80,13 @@ def write_run(
     return directory
 
 
-def small_safetensors(path: Path, tensors: dict[str, np.ndarray] | None = None) -> Path:
-    """A small valid safetensors file."""
+def small_safetensors(
+    path: Path, tensors: dict[str, np.ndarray] | None = None, *, variant: int = 0
+) -> Path:
+    """A small valid safetensors file (``variant`` changes its content, hence its hash)."""
     tensors = tensors or {
         "a.weight": np.ones((4, 3), np.float32),
-        "b.bias": np.zeros(5, np.float32),
+        "b.bias": np.full(5, variant, np.float32),
     }
     save_file(tensors, str(path))
     return path
@@ -126,6 +128,23 @@ def secret_answer(index: int) -> str:
     return f"{SECRET_PREFIX}{index:04d}-{(index * 7919) % 100000:05d}"
 
 
+MIN_PROVIDERS = 400
+
+
+def write_data_points(
+    directory: Path, *, clients: int = 10, min_providers: int = MIN_PROVIDERS
+) -> Path:
+    """``DIR/participant/data_points.json``: client k holds ``min_providers + k`` providers."""
+    points = {
+        f"client_{k}": {f"provider-{k}-{p}": [p + 1] for p in range(min_providers + k)}
+        for k in range(clients)
+    }
+    path = directory / "participant" / "data_points.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(points))
+    return path
+
+
 def write_benchmark(directory: Path, *, questions: int = 24, clients: int = 10) -> Path:
     """A benchmark directory with a hidden test split in the real layout (organisers' side).
 
@@ -164,6 +183,7 @@ def write_benchmark(directory: Path, *, questions: int = 24, clients: int = 10) 
             }
         )
     write_imdb(evaluator_dir / "imdb_test.npy", {"split": "test", "version": "test"}, records)
+    write_data_points(directory, clients=clients)
     (directory / "benchmark.json").write_text(
         json.dumps({"scale": "test", "seed": 0, "clients": clients})
     )

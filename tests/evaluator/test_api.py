@@ -197,6 +197,45 @@ def _corpus(tmp_path: Path, reference: Path) -> dict[str, tuple[dict, int, str]]
             422,
             "unknown form field",
         ),
+        "amount with two minus signs": (
+            {"model": model, "log": f"{LOG_HEADER}\n0,-1,0,--5\n"},
+            422,
+            "ASCII digits",
+        ),
+        "amount as a superscript digit": (
+            {"model": model, "log": f"{LOG_HEADER}\n0,-1,0,\u00b2\n"},
+            422,
+            "ASCII digits",
+        ),
+        "amount in Arabic-Indic digits": (
+            {"model": model, "log": f"{LOG_HEADER}\n0,-1,0,\u0665\u0660\n"},
+            422,
+            "ASCII digits",
+        ),
+        "metadata with a 5000-digit integer": (
+            {"model": model, "meta": '{"track": 1, "method": "x", "n": ' + "9" * 5000 + "}"},
+            422,
+            "numbers may have at most 32 characters",
+        ),
+        "metadata nested 600 levels in an unknown key": (
+            {"model": model, "meta": '{"track": 1, "method": "x", "extra": '
+             + "[" * 600 + "]" * 600 + "}"},
+            422,
+            "at most 16 levels",
+        ),
+        "privacy with a 400-digit clipping_norm": (
+            {"model": model, "meta": metadata(2),
+             "privacy": json.dumps(declaration()).replace('"clipping_norm": 0.5',
+                                                          '"clipping_norm": ' + "7" * 400)},
+            422,
+            "privacy: a number of 400 characters",
+        ),
+        "privacy with a 5000-digit integer": (
+            {"model": model, "meta": metadata(2),
+             "privacy": json.dumps(declaration()).replace('"rounds": 2', '"rounds": ' + "1" * 5000)},
+            422,
+            "privacy: a number of 5000 characters",
+        ),
     }
 
 
@@ -213,6 +252,13 @@ def _corpus(tmp_path: Path, reference: Path) -> dict[str, tuple[dict, int, str]]
         "metadata without track",
         "metadata not JSON",
         "unknown form field",
+        "amount with two minus signs",
+        "amount as a superscript digit",
+        "amount in Arabic-Indic digits",
+        "metadata with a 5000-digit integer",
+        "metadata nested 600 levels in an unknown key",
+        "privacy with a 400-digit clipping_norm",
+        "privacy with a 5000-digit integer",
     ],
 )
 def test_bad_input_corpus_is_refused_and_nothing_stored(
@@ -303,3 +349,69 @@ def test_malformed_multipart_body(live_server: LiveServer, teams: dict, settings
     response = httpx.post(f"{live_server.url}/api/v1/submissions", headers=headers, content=body)
     assert response.status_code in (400, 422)
     assert_nothing_stored(settings)
+
+
+_PART = b'--XYZ\r\nContent-Disposition: form-data; name="metadata"\r\n\r\n{}\r\n'
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize(
+    ("boundary", "body", "words"),
+    [
+        ("B" * 300, b"--" + b"B" * 300 + b"--\r\n", "RFC 2046 allows at most 70"),
+        (
+            "XYZ",
+            b'--XYZ\r\nContent-Disposition: form-data; name="model"\r\n'
+            b'Content-Disposition: form-data; name="privacy"\r\n\r\nabc\r\n--XYZ--\r\n',
+            "twice",
+        ),
+        (
+            "XYZ",
+            b'--XYZ\r\nContent-Disposition: form-data; name="model"; name="privacy"\r\n'
+            b"\r\nabc\r\n--XYZ--\r\n",
+            "names its field twice",
+        ),
+        ("XYZ", _PART + b'--XYZ\r\nContent-Disposition: form-data; name="model"\r\n\r\nab',
+         "closing boundary"),
+    ],
+    ids=["boundary of 300 characters", "header twice", "name twice", "no closing boundary"],
+)
+def test_malformed_multipart_framing_is_a_400(
+    live_server: LiveServer, teams: dict, settings, boundary: str, body: bytes, words: str
+) -> None:  # type: ignore[no-untyped-def]
+    headers = {
+        "Authorization": f"Bearer {teams['alpha']}",
+        "Content-Type": f"multipart/form-data; boundary={boundary}",
+    }
+    response = httpx.post(f"{live_server.url}/api/v1/submissions", headers=headers, content=body)
+    assert response.status_code == 400, response.text
+    assert words in response.json()["detail"]
+    assert_nothing_stored(settings)
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize(
+    ("path", "params"),
+    [
+        ("/api/v1/submissions", {"offset": str(2 * 10**19)}),
+        ("/api/v1/submissions", {"offset": "9223372036854775808"}),
+        ("/api/v1/submissions", {"limit": str(10**30)}),
+        ("/api/v1/submissions", {"offset": "-1"}),
+    ],
+)
+def test_numeric_query_parameters_are_bounded(
+    live_server: LiveServer, teams: dict, path: str, params: dict
+) -> None:
+    for token in (teams["alpha"], teams["org"]):
+        response = httpx.get(
+            live_server.url + path,
+            params={**params, "all_teams": "true"},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        assert response.status_code == 422, response.text
+    largest = httpx.get(
+        live_server.url + path,
+        params={"offset": "1000000"},
+        headers={"Authorization": f"Bearer {teams['alpha']}"},
+    )
+    assert largest.status_code == 200 and largest.json()["submissions"] == []

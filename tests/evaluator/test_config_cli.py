@@ -99,7 +99,7 @@ def test_submit_names_a_missing_file(tmp_path: Path) -> None:
 
 
 def test_serve_refuses_unsafe_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from evaluator.cli import serve
+    from pflkit.serve import serve
 
     runner = CliRunner()
     monkeypatch.setenv("PFLKIT_EVALUATOR_ORGANISER_TOKEN", "changeme")
@@ -127,26 +127,26 @@ def test_migrations_match_the_models(database_url: str) -> None:
         assert compare_metadata(context, Base.metadata) == []
 
 
-def test_extra_routers_are_served_by_the_same_app(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import sys
-    import types
-
+def test_routers_given_to_the_app_are_served_by_it(tmp_path: Path) -> None:
     from fastapi import APIRouter
     from fastapi.testclient import TestClient
 
     from evaluator.main import create_app
 
-    module = types.ModuleType("pflkit_test_pages")
-    module.router = APIRouter()
-    module.router.add_api_route("/pages/hello", lambda: {"hello": "world"})
-    monkeypatch.setitem(sys.modules, "pflkit_test_pages", module)
-    monkeypatch.setenv("PFLKIT_EVALUATOR_EXTRA_ROUTERS", '["pflkit_test_pages:router"]')
+    router = APIRouter()
+    router.add_api_route("/pages/hello", lambda: {"hello": "world"})
     settings = Settings(storage_dir=tmp_path)
-    assert json.loads(settings.environment()["PFLKIT_EVALUATOR_EXTRA_ROUTERS"]) == [
-        "pflkit_test_pages:router"
-    ]
-    with TestClient(create_app(settings)) as client:
+    with TestClient(create_app(settings, routers=(router,))) as client:
         assert client.get("/pages/hello").json() == {"hello": "world"}
         assert client.get("/healthz").status_code == 200
+    with TestClient(create_app(settings)) as client:
+        assert client.get("/pages/hello").status_code == 404
+
+
+def test_the_evaluator_never_loads_the_leaderboard() -> None:
+    import evaluator
+
+    root = Path(evaluator.__file__).parent
+    for source in root.rglob("*.py"):
+        text = source.read_text()
+        assert "leaderboard." not in text and "import leaderboard" not in text, source

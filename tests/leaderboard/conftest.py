@@ -92,7 +92,7 @@ def start_server(tmp: Path) -> tuple[str, str, threading.Thread, object]:
 
     from evaluator.core.config import Settings
     from evaluator.core.db import migrate
-    from evaluator.main import create_app
+    from pflkit.app import create_app
 
     data = tmp / "bench"
     data.mkdir()
@@ -103,7 +103,6 @@ def start_server(tmp: Path) -> tuple[str, str, threading.Thread, object]:
         storage_dir=tmp / "storage",
         data_dir=data,
         organiser_token=ORGANISER_TOKEN,
-        extra_routers=["leaderboard.web:router"],
         embedded_worker=False,
     )
     migrate(settings.db_url)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,8 @@ from evaluator.storage import FILENAMES, SubmissionStore, UploadError, receive_m
 from evaluator.validation import InvalidSubmission
 from evaluator.validation.checkpoint import read_header
 from evaluator.validation.commlog import parse_log
-from evaluator.validation.privacy import load_declaration, load_json_object
+from evaluator.validation.jsonfile import load_json_object
+from evaluator.validation.privacy import load_declaration
 
 logger = logging.getLogger("evaluator.api")
 router = APIRouter(prefix="/api/v1/submissions", tags=["submissions"])
@@ -120,16 +122,54 @@ def check_upload(directory: Path, settings: Settings) -> SubmissionMetadata:
         max_header_bytes=settings.max_header_bytes,
         max_tensors=settings.max_tensors,
     )
+    clients = clients_of(settings.data_dir)
     parse_log(
         directory / FILENAMES["communication_log"],
-        clients=clients_of(settings.data_dir),
+        clients=clients,
         max_bytes=settings.max_log_bytes,
         max_rows=settings.max_log_rows,
         clients_per_round=metadata.clients_per_round,
         rounds=metadata.rounds,
         sampling=metadata.sampling,
+        max_rounds=settings.max_log_rounds,
+        max_messages_per_round=2 * clients * settings.max_messages_per_client_round,
     )
     return metadata
+
+
+class CopyRefused(Exception):
+    """An upload whose checkpoint repeats an earlier live submission's (HTTP 409)."""
+
+
+def _copy_policy(session: Session, *, submission_id: str, team_id: int, track: int,
+                 model_sha256: str, policy: str) -> str | None:  # fmt: skip
+    """Apply the copy policy to an upload's checkpoint hash.
+
+    Within one track, a team's own identical checkpoint is always refused (its quota is left as it was); another
+    team's is refused or, with the ``flag`` policy, accepted and flagged for the organisers.
+
+    Returns:
+        The id of the original when the upload is accepted as a flagged copy, else None.
+
+    Raises:
+        CopyRefused: the upload is a copy the policy refuses.
+    """
+    original = crud.find_copy(
+        session, model_sha256=model_sha256, track=track, exclude_id=submission_id
+    )
+    if original is None:
+        return None
+    if original.team_id == team_id:
+        raise CopyRefused(
+            f"this checkpoint is identical to your submission {original.id}; nothing was stored "
+            "and your daily quota is unchanged"
+        )
+    if policy == "refuse":
+        raise CopyRefused(
+            "this checkpoint is identical to one another team submitted earlier; copies are "
+            "refused (write to the organisers if you think this is wrong)"
+        )
+    return original.id
 
 
 def _mark_queued(
@@ -137,11 +177,28 @@ def _mark_queued(
     store: SubmissionStore,
     submission_id: str,
     metadata: SubmissionMetadata,
+    *,
+    team_id: int,
+    model_sha256: str,
+    copy_policy: str,
 ) -> None:
-    """Fill in the row from the metadata and move it to ``queued``."""
+    """Apply the copy policy, fill in the row from the metadata and move it to ``queued``.
+
+    The team's row is locked first (as for the quota), so two identical uploads of one team
+    cannot both pass the copy check.
+
+    Raises:
+        CopyRefused: the checkpoint repeats an earlier live submission.
+    """
     model = store.file(submission_id, "model")
     with sessions() as session, session.begin():
+        crud.lock_team(session, team_id=team_id)
+        copy_of = _copy_policy(session, submission_id=submission_id, team_id=team_id,
+                               track=metadata.track, model_sha256=model_sha256,
+                               policy=copy_policy)  # fmt: skip
         row = session.get(Submission, submission_id)
+        row.model_sha256 = model_sha256
+        row.copy_of = copy_of
         row.track = metadata.track
         row.method = metadata.method
         row.description = metadata.description
@@ -154,7 +211,8 @@ def _mark_queued(
             submission_id=submission_id,
             from_status=Status.RECEIVED,
             to_status=Status.QUEUED,
-            detail="upload complete",
+            detail="upload complete"
+            + (f"; flagged: identical checkpoint to submission {copy_of}" if copy_of else ""),
         )
 
 
@@ -165,6 +223,7 @@ def _mark_queued(
     openapi_extra=_UPLOAD_BODY,
     responses={
         401: {"description": "missing or unknown token"},
+        409: {"description": "the checkpoint repeats an earlier submission (copy policy)"},
         413: {"description": "a part or the body exceeds its size limit"},
         415: {"description": "not multipart/form-data"},
         422: {"description": "invalid part (the message says which and why)"},
@@ -198,7 +257,7 @@ async def create_submission(
         "metadata": settings.max_json_bytes,
     }
     try:
-        await receive_multipart(
+        received = await receive_multipart(
             request.stream(),
             content_type,
             store.incoming(submission_id),
@@ -207,13 +266,22 @@ async def create_submission(
         )
         metadata = await run_in_threadpool(check_upload, store.incoming(submission_id), settings)
         await run_in_threadpool(store.commit, submission_id)
-        await run_in_threadpool(_mark_queued, sessions, store, submission_id, metadata)
+        mark = partial(
+            _mark_queued,
+            team_id=team.id,
+            model_sha256=received.sha256["model"],
+            copy_policy=settings.copy_policy,
+        )
+        await run_in_threadpool(mark, sessions, store, submission_id, metadata)
     except UploadError as exc:
         await run_in_threadpool(_abandon, sessions, store, submission_id)
         raise HTTPException(exc.status_code, exc.message) from None
     except InvalidSubmission as exc:
         await run_in_threadpool(_abandon, sessions, store, submission_id)
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
+    except CopyRefused as exc:
+        await run_in_threadpool(_abandon, sessions, store, submission_id)
+        raise HTTPException(status.HTTP_409_CONFLICT, f"model: {exc}") from None
     except BaseException:
         await run_in_threadpool(_abandon, sessions, store, submission_id)
         raise
@@ -244,7 +312,7 @@ def _visible(row: Submission | None, team: Any) -> Submission:
 def get_submission(submission_id: str, team: CurrentTeam, session: SessionDep) -> SubmissionPublic:
     """Status, transitions and results of one submission (its team or an organiser)."""
     row = _visible(crud.get_submission(session, submission_id=submission_id), team)
-    return SubmissionPublic.from_row(row)
+    return SubmissionPublic.from_row(row, full_precision=team.is_organiser)
 
 
 @router.get("", response_model=SubmissionList)
@@ -252,13 +320,17 @@ def list_submissions(
     team: CurrentTeam,
     session: SessionDep,
     limit: int = Query(100, ge=1, le=1000),
-    offset: int = Query(0, ge=0),
+    offset: int = Query(0, ge=0, le=1_000_000),
     all_teams: bool = Query(False, description="organisers: every team's"),
 ) -> SubmissionList:
     """The caller's submissions, newest first (every team's for an organiser with all_teams)."""
     team_id = None if (all_teams and team.is_organiser) else team.id
     rows = crud.list_submissions(session, team_id=team_id, limit=limit, offset=offset)
-    return SubmissionList(submissions=[SubmissionPublic.from_row(row) for row in rows])
+    return SubmissionList(
+        submissions=[
+            SubmissionPublic.from_row(row, full_precision=team.is_organiser) for row in rows
+        ]
+    )
 
 
 @router.post(
@@ -272,7 +344,9 @@ def rescore(
     """Organisers: score a finished, rejected or failed submission again."""
     row = _visible(crud.get_submission(session, submission_id=submission_id), organiser)
     if not crud.request_rescore(
-        session, submission_id=submission_id, current_status=row.status,
+        session,
+        submission_id=submission_id,
+        current_status=row.status,
         requested_by=organiser.name,
     ):
         raise HTTPException(
@@ -281,4 +355,6 @@ def rescore(
     session.commit()
     queue.enqueue(submission_id)
     session.expire_all()
-    return SubmissionPublic.from_row(crud.get_submission(session, submission_id=submission_id))
+    return SubmissionPublic.from_row(
+        crud.get_submission(session, submission_id=submission_id), full_precision=True
+    )

@@ -1,6 +1,6 @@
 """Load benchmark of the status endpoint (``GET /api/v1/submissions/{id}``).
 
-``python -m evaluator.loadtest`` starts a throw-away evaluator (``pflkit serve --no-worker`` in a
+``python -m bench.loadtest`` starts a throw-away evaluator (``pflkit serve --no-worker`` in a
 subprocess on a free localhost port, with a SQLite file or ``--db URL``), registers a team,
 stores one finished submission with its transitions, then sends a bounded number of
 authenticated status requests from ``--concurrency`` concurrent connections and reports

@@ -1,4 +1,4 @@
-"""Time to score one submission: ``python -m evaluator.scorebench --data DIR --model DIR``.
+"""Time to score one submission: ``python -m bench.scorebench --data DIR --model DIR``.
 
 Runs what a worker runs on one checkpoint, without the database: checkpoint validation (header,
 names/shapes/dtypes, finite values), building the model from the reference configuration, and

@@ -1,6 +1,6 @@
 """Measure the leaderboard's page load with N submissions in the database (not a test).
 
-``python -m leaderboard.loadbench [--submissions 1000] [--repeat 10]`` fills a fresh SQLite
+``python -m bench.loadbench [--submissions 1000] [--repeat 10]`` fills a fresh SQLite
 evaluator database through ``evaluator.crud``, serves the evaluator with the leaderboard router
 on a localhost port with uvicorn, and times real HTTP requests: the first (cold) and the median
 of ``--repeat`` warm loads of each page, plot and export, and (with chromium installed) the full page load in a browser.
@@ -86,12 +86,12 @@ def main(submissions: int, teams: int, repeat: int, browser: bool, as_json: bool
 
     from evaluator.core.config import Settings
     from evaluator.core.db import migrate, session_factory
-    from evaluator.main import create_app
     from leaderboard.seed import fill_random
+    from pflkit.app import create_app
 
     with tempfile.TemporaryDirectory(prefix="lb-bench-") as tmp:
         settings = Settings(
-            storage_dir=Path(tmp), extra_routers=["leaderboard.web:router"], embedded_worker=False
+            storage_dir=Path(tmp), embedded_worker=False
         )
         migrate(settings.db_url)
         started = time.perf_counter()

@@ -1,0 +1,121 @@
+"""``pflkit serve``: the evaluator's API with the leaderboard's pages, and one embedded worker.
+
+Lives above both packages because it runs the app of :mod:`pflkit.app`. Stopping it with SIGTERM
+or SIGINT shuts the server down gracefully and stops the embedded worker before exiting.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from types import FrameType
+
+import click
+
+from evaluator.cli import _DATA, _DB, _QUEUE, _STORAGE, check_data, configure_logging, settings_from
+
+
+def _exit_on_signal(signum: int, _frame: FrameType | None) -> None:
+    """Turn SIGTERM into SystemExit, so that the ``finally`` clauses run."""
+    raise SystemExit(128 + signum)
+
+
+@click.command()
+@click.option("--host", default=None, help="interface to listen on (default 127.0.0.1)")
+@click.option("--port", default=None, type=int, help="port (default 8000)")
+@_DB
+@_DATA
+@_STORAGE
+@_QUEUE
+@click.option(
+    "--worker/--no-worker",
+    "embedded_worker",
+    default=None,
+    help="run one scoring worker next to the API (default: on)",
+)
+@click.option(
+    "--workers",
+    "api_workers",
+    default=None,
+    type=int,
+    help="API processes (default 1; scoring workers are separate)",
+)
+@click.option(
+    "--leaderboard/--no-leaderboard",
+    default=True,
+    help="serve the leaderboard pages (/leaderboard) from the same app (default: on)",
+)
+def serve(
+    host: str | None,
+    port: int | None,
+    database_url: str | None,
+    data_dir: Path | None,
+    storage_dir: Path | None,
+    queue_url: str | None,
+    embedded_worker: bool | None,
+    api_workers: int | None,
+    leaderboard: bool,
+) -> None:
+    """Run the evaluator service (API, leaderboard pages and, by default, one scoring worker)."""
+    import uvicorn
+
+    from evaluator.core.db import migrate
+    from pflkit.app import create_api, create_app
+
+    settings = settings_from(
+        host=host,
+        port=port,
+        database_url=database_url,
+        data_dir=data_dir,
+        storage_dir=storage_dir,
+        queue_url=queue_url,
+        embedded_worker=embedded_worker,
+        api_workers=api_workers,
+    )
+    configure_logging(settings.log_level)
+    if settings.embedded_worker:
+        check_data(settings)
+    migrate(settings.db_url)
+    # uvicorn restores the previous handler after its graceful shutdown and raises the signal
+    # again; with Python's default SIGTERM handler that killed the process before the embedded
+    # worker was stopped (it lingered until it noticed its parent was gone).
+    signal.signal(signal.SIGTERM, _exit_on_signal)
+    child = None
+    if settings.embedded_worker:
+        env = {
+            **os.environ,
+            **settings.environment(),
+            "PFLKIT_EVALUATOR_PARENT_PID": str(os.getpid()),
+        }
+        child = subprocess.Popen([sys.executable, "-m", "pflkit", "worker"], env=env)
+    factory = create_app if leaderboard else create_api
+    try:
+        if settings.api_workers > 1:
+            os.environ.update(settings.environment())
+            uvicorn.run(
+                f"pflkit.app:{factory.__name__}",
+                factory=True,
+                workers=settings.api_workers,
+                host=settings.host,
+                port=settings.port,
+                log_level=settings.log_level.lower(),
+            )
+        else:
+            uvicorn.run(
+                factory(settings, migrate_database=False),
+                host=settings.host,
+                port=settings.port,
+                log_level=settings.log_level.lower(),
+            )
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if child is not None:
+            child.terminate()
+            try:
+                child.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                child.kill()

@@ -1,0 +1,88 @@
+"""Identical checkpoints (SHA-256) within a team and across teams, under both copy policies."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from evaluator import crud
+from evaluator.core.db import session_scope
+from evaluator.models import Status, Submission
+from tests.evaluator.conftest import LiveServer
+from tests.evaluator.factories import small_safetensors
+from tests.evaluator.test_api import count_rows, upload
+
+
+def _row(settings, submission_id: str) -> Submission:  # type: ignore[no-untyped-def]
+    with session_scope(settings.db_url) as session:
+        return session.scalar(select(Submission).where(Submission.id == submission_id))
+
+
+def _used(settings, token_team: str) -> int:  # type: ignore[no-untyped-def]
+    from evaluator.models import Team
+
+    with session_scope(settings.db_url) as session:
+        team_id = session.scalar(select(Team.id).where(Team.name == token_team))
+        return crud.used_quota(session, team_id=team_id, now=dt.datetime.now(dt.UTC))
+
+
+def test_same_team_resubmission_is_refused_without_using_quota(
+    live_server: LiveServer, teams: dict, tmp_path: Path, settings
+) -> None:  # type: ignore[no-untyped-def]
+    model = small_safetensors(tmp_path / "m.safetensors").read_bytes()
+    first = upload(live_server.url, teams["alpha"], model=model)
+    assert first.status_code == 202
+    original = first.json()["id"]
+    assert _row(settings, original).model_sha256 == hashlib.sha256(model).hexdigest()
+    again = upload(live_server.url, teams["alpha"], model=model)
+    assert again.status_code == 409
+    assert f"identical to your submission {original}" in again.json()["detail"]
+    assert "quota is unchanged" in again.json()["detail"]
+    assert count_rows(settings) == 1 and _used(settings, "alpha") == 1
+    assert [p.name for p in (Path(settings.storage_dir) / "submissions").iterdir()] == [original]
+    assert list((Path(settings.storage_dir) / "incoming").iterdir()) == []
+    # Once the original was rejected, the same checkpoint may be sent again.
+    with session_scope(settings.db_url) as session:
+        crud.transition(session, submission_id=original, from_status=Status.QUEUED,
+                        to_status=Status.REJECTED, detail="test")  # fmt: skip
+    assert upload(live_server.url, teams["alpha"], model=model).status_code == 202
+    # The tracks are separate competitions: the same checkpoint may be entered in track 2.
+    from tests.evaluator.factories import declaration, metadata
+
+    other_track = upload(live_server.url, teams["alpha"], model=model, meta=metadata(2),
+                         privacy=declaration())  # fmt: skip
+    assert other_track.status_code == 202, other_track.text
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_another_teams_copy_is_refused_by_default(
+    live_server: LiveServer, teams: dict, tmp_path: Path, settings
+) -> None:  # type: ignore[no-untyped-def]
+    model = small_safetensors(tmp_path / "m.safetensors").read_bytes()
+    assert upload(live_server.url, teams["alpha"], model=model).status_code == 202
+    copy = upload(live_server.url, teams["beta"], model=model)
+    assert copy.status_code == 409 and "another team submitted earlier" in copy.json()["detail"]
+    assert "alpha" not in copy.json()["detail"]  # the original's team is not revealed
+    assert count_rows(settings) == 1 and _used(settings, "beta") == 0
+    other = small_safetensors(tmp_path / "n.safetensors", variant=1).read_bytes()
+    assert upload(live_server.url, teams["beta"], model=other).status_code == 202
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_flag_policy_accepts_and_marks_the_copy(teams: dict, tmp_path: Path, settings) -> None:  # type: ignore[no-untyped-def]
+    flagging = settings.model_copy(update={"copy_policy": "flag"})
+    model = small_safetensors(tmp_path / "m.safetensors").read_bytes()
+    with LiveServer(flagging) as server:
+        original = upload(server.url, teams["alpha"], model=model).json()["id"]
+        copy = upload(server.url, teams["beta"], model=model)
+        assert copy.status_code == 202
+        assert upload(server.url, teams["alpha"], model=model).status_code == 409
+    row = _row(settings, copy.json()["id"])
+    assert row.copy_of == original and row.copy_of != row.id
+    with session_scope(settings.db_url) as session:
+        detail = crud.get_submission(session, submission_id=row.id).events[-1].detail
+    assert detail == f"upload complete; flagged: identical checkpoint to submission {original}"
