@@ -21,8 +21,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from benchmark.model.checkpoint import TensorSpec
 from evaluator.benchmark_info import clients_of
-from evaluator.validation.checkpoint import TensorSpec
 
 logger = logging.getLogger(__name__)
 

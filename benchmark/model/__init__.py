@@ -3,50 +3,52 @@
 Public API: `VT5Config`, `VT5ForConditionalGeneration`, `VT5Processor`, `load_model`,
 `load_processor`, `save_checkpoint`, the shapes `tiny_vt5_config` / `base_vt5_config`, and the
 checkpoint checks `expected_tensor_spec` / `validate_safetensors_file` / `validate_checkpoint_dir`.
+
+The names are imported on first use (PEP 562), so a module that needs only the torch-free
+safetensors checks of `benchmark.model.checkpoint` (the scoring service's upload route) does not
+load torch and transformers.
 """
 
-from benchmark.model.batching import length_grouped_batches
-from benchmark.model.checkpoint import (
-    CheckpointError,
-    expected_tensor_spec,
-    read_checkpoint_config,
-    validate_checkpoint_dir,
-    validate_safetensors_file,
-)
-from benchmark.model.configuration_vt5 import PROMPT_BOX, VT5Config
-from benchmark.model.conversion import convert_reference_checkpoint
-from benchmark.model.loading import (
-    BASE_MODEL_DIR,
-    load_model,
-    load_processor,
-    resolve_checkpoint,
-    save_checkpoint,
-)
-from benchmark.model.modeling_vt5 import VT5ForConditionalGeneration
-from benchmark.model.presets import base_vt5_config, tiny_vt5_config
-from benchmark.model.processing_vt5 import PROMPT_TEMPLATE, VT5Processor
-from benchmark.model.tokenizer import load_tokenizer, train_spiece_model
+from __future__ import annotations
 
-__all__ = [
-    "BASE_MODEL_DIR",
-    "PROMPT_BOX",
-    "PROMPT_TEMPLATE",
-    "CheckpointError",
-    "VT5Config",
-    "VT5ForConditionalGeneration",
-    "VT5Processor",
-    "base_vt5_config",
-    "convert_reference_checkpoint",
-    "expected_tensor_spec",
-    "length_grouped_batches",
-    "load_model",
-    "load_processor",
-    "load_tokenizer",
-    "read_checkpoint_config",
-    "resolve_checkpoint",
-    "save_checkpoint",
-    "tiny_vt5_config",
-    "train_spiece_model",
-    "validate_checkpoint_dir",
-    "validate_safetensors_file",
-]
+import importlib
+from typing import Any
+
+_HOMES = {
+    "length_grouped_batches": "batching",
+    "CheckpointError": "checkpoint",
+    "expected_tensor_spec": "checkpoint",
+    "read_checkpoint_config": "checkpoint",
+    "validate_checkpoint_dir": "checkpoint",
+    "validate_safetensors_file": "checkpoint",
+    "PROMPT_BOX": "configuration_vt5",
+    "VT5Config": "configuration_vt5",
+    "convert_reference_checkpoint": "conversion",
+    "BASE_MODEL_DIR": "loading",
+    "load_model": "loading",
+    "load_processor": "loading",
+    "resolve_checkpoint": "loading",
+    "save_checkpoint": "loading",
+    "VT5ForConditionalGeneration": "modeling_vt5",
+    "base_vt5_config": "presets",
+    "tiny_vt5_config": "presets",
+    "PROMPT_TEMPLATE": "processing_vt5",
+    "VT5Processor": "processing_vt5",
+    "load_tokenizer": "tokenizer",
+    "train_spiece_model": "tokenizer",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its module on first use."""
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOMES))
