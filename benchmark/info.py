@@ -7,7 +7,9 @@ version; ``pflkit data threshold`` adds the track-1 threshold); an evaluator's c
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 FILENAME = "benchmark.json"
 
@@ -37,3 +39,20 @@ def find_benchmark_json(data_dir: str | Path) -> Path | None:
     files = benchmark_json_files(data_dir)
     return files[0] if files else None
 
+
+
+def stated_value(data_dir: str | Path, key: str) -> tuple[Any, Path] | None:
+    """The value a benchmark directory states for ``key``, from the first file that states it.
+
+    Args:
+        data_dir: the benchmark directory.
+        key: a top-level key of ``benchmark.json``.
+
+    Returns:
+        ``(value, file)``, or ``None`` when no ``benchmark.json`` of the directory states it.
+    """
+    for candidate in benchmark_json_files(data_dir):
+        value = json.loads(candidate.read_text(encoding="utf-8")).get(key)
+        if value is not None:
+            return value, candidate
+    return None

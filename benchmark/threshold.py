@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmark.info import FILENAME as BENCHMARK_JSON
-from benchmark.tracks import COMMUNICATION
+from benchmark.info import stated_value
+from benchmark.tracks import COMMUNICATION, Track
 
 THRESHOLD_KEY = COMMUNICATION.threshold_key
 PROVENANCE_KEY = "track1_threshold_source"
@@ -70,6 +71,31 @@ def measured_threshold(scale: str, seed: int, base_dir: str | Path) -> dict[str,
         THRESHOLD_KEY: threshold_from(entry["fedavg_test_anls"]),
         PROVENANCE_KEY: {"measured_by": "pflkit (embedded)", **entry},
     }
+
+
+def stated_threshold(data_dir: str | Path, track: Track = COMMUNICATION) -> tuple[float, Path] | None:
+    """The ANLS threshold a benchmark directory states for a track (``Track.threshold_key``).
+
+    Args:
+        data_dir: the benchmark directory (``benchmark.json`` at its root or in ``evaluator/``).
+        track: the track whose threshold is asked for.
+
+    Returns:
+        ``(threshold, file)``, or ``None`` when the directory states none (or the track has no
+        threshold key).
+
+    Raises:
+        ValueError: the stated value is not a number in [0, 1].
+    """
+    if track.threshold_key is None:
+        return None
+    stated = stated_value(data_dir, track.threshold_key)
+    if stated is None:
+        return None
+    value, source = stated
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ValueError(f"{source}: {track.threshold_key} must be an ANLS in [0, 1], got {value!r}")
+    return float(value), source
 
 
 def write_threshold(data_dir: str | Path, fedavg_test_anls: float,
