@@ -37,6 +37,7 @@ from typing import Any
 
 from baselines.config import TrainConfig
 from baselines.methods import METHODS
+from benchmark.tracks import PRIVACY
 
 #: What the three track-1 LoRA presets share: adapters on every linear layer of the backbone.
 _KIT_SCALE_LORA: dict[str, Any] = {
@@ -76,7 +77,7 @@ _DP_MECHANISM: dict[str, Any] = {
     "strategy": "fedavg",
     "optimizer": "adamw",
     "weighted": False,
-    "delta": 1e-5,
+    "delta": PRIVACY.delta,
     "clipping_norm": 0.5,
     "provider_sampling": "poisson",
     "privacy_analysis": "competition",
@@ -89,8 +90,20 @@ DP_PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+def _resolved(preset: dict[str, Any]) -> dict[str, Any]:
+    """A method's preset with the data of the preset it ``extends`` under it."""
+    if "extends" not in preset:
+        return preset
+    base = {**PRESETS, **DP_PRESETS}.get(preset["extends"])
+    if base is None:
+        raise ValueError(f"a preset extends {preset['extends']!r}, which is no kit preset")
+    return {**base, **{key: value for key, value in preset.items() if key != "extends"}}
+
+
 for _method in METHODS.values():
-    (DP_PRESETS if _method.private else PRESETS).update(_method.presets)
+    (DP_PRESETS if _method.private else PRESETS).update(
+        {name: _resolved(preset) for name, preset in _method.presets.items()}
+    )
 
 
 def all_presets() -> dict[str, dict[str, Any]]:

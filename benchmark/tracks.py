@@ -3,9 +3,10 @@
 PFL-DocVQA (Tito et al., https://arxiv.org/abs/2312.10108; competition rules) has two tracks:
 track 1 ranks submissions that reach an ANLS threshold by the bytes they communicated, track 2
 ranks verified provider-level DP submissions by ANLS within each privacy budget. The submission
-writer (``baselines.submission``) reads this module; the evaluator and the leaderboard are meant
-to read it as well. A new track (personalisation is next) is one more :class:`Track` in
-:data:`TRACKS` plus its scoring and ranking functions.
+writer (``baselines.submission``), the evaluator (upload checks, worker) and the leaderboard
+(ranking, pages, exports) read this module. A new track (personalisation is next) is one more
+:class:`Track` in :data:`TRACKS`, plus its scoring step in the evaluator's worker (for the parts
+only it needs) and its ranking function in ``leaderboard.ranking.RANKINGS``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,13 @@ PART_FILES: dict[str, str] = {
     "communication_log": "communication_log.csv",
     "metadata": "submission.json",
     "privacy": "privacy.json",
+}
+#: what each upload part is, for messages ("track 2 needs a privacy declaration").
+PART_DESCRIPTIONS: dict[str, str] = {
+    "model": "a checkpoint",
+    "communication_log": "a communication log",
+    "metadata": "submission metadata",
+    "privacy": "a privacy declaration",
 }
 
 
@@ -84,3 +92,19 @@ def get_track(number: int) -> Track:
     if number not in TRACKS:
         raise ValueError(f"unknown track {number!r}; the benchmark has tracks {sorted(TRACKS)}")
     return TRACKS[number]
+
+
+def track_numbers() -> str:
+    """The tracks' numbers for messages: ``1 or 2``."""
+    numbers = [str(number) for number in sorted(TRACKS)]
+    return " or ".join([", ".join(numbers[:-1]), numbers[-1]] if len(numbers) > 1 else numbers)
+
+
+def common_parts() -> tuple[str, ...]:
+    """The upload parts every track needs, in :data:`PART_FILES` order."""
+    return tuple(part for part in PART_FILES if all(part in t.parts for t in TRACKS.values()))
+
+
+def tracks_needing(part: str) -> list[int]:
+    """The numbers of the tracks whose submissions need ``part``."""
+    return sorted(number for number, track in TRACKS.items() if part in track.parts)

@@ -131,7 +131,7 @@ def reserve_submission(
         session: a session with no transaction in progress.
         team_id: the uploading team.
         quota: submissions allowed per UTC day.
-        track: 1 or 2.
+        track: a `benchmark.tracks` number.
         method: short method name.
         description: free text.
         metadata: the upload's metadata object.
@@ -393,7 +393,7 @@ def find_copy(
     Args:
         session: open session.
         model_sha256: hex digest of the uploaded checkpoint.
-        track: 1 or 2.
+        track: a `benchmark.tracks` number.
         exclude_id: the submission being checked.
 
     Returns:

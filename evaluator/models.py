@@ -27,6 +27,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from benchmark.tracks import TRACKS
 from evaluator import team_names
 
 
@@ -192,12 +193,16 @@ class OrganiserSession(Base):
     team: Mapped[Team] = relationship()
 
 
+#: the track numbers of ``benchmark.tracks`` (``Literal[1, 2]`` today).
+TrackNumber = Literal[tuple(sorted(TRACKS))]  # type: ignore[valid-type]
+
+
 class SubmissionMetadata(BaseModel):
     """The ``metadata`` part of an upload (``submission.json`` of a run directory)."""
 
     model_config = ConfigDict(extra="allow")
 
-    track: Literal[1, 2]
+    track: TrackNumber
     method: str = Field(min_length=1, max_length=200)
     description: str = Field(default="", max_length=10_000)
     clients: int | None = Field(default=None, ge=1, le=100_000)

@@ -19,13 +19,16 @@ from typing import Any, BinaryIO
 
 from python_multipart.multipart import MultipartParser, MultipartState, parse_options_header
 
+from benchmark.tracks import common_parts, tracks_needing
+
 FILENAMES = {
     "model": "model.safetensors",
     "communication_log": "communication_log.csv",
     "privacy": "privacy.json",
     "metadata": "metadata.json",
 }
-REQUIRED_PARTS = ("model", "communication_log", "metadata")
+#: the parts every track needs (``benchmark.tracks``); the others are checked per track.
+REQUIRED_PARTS = common_parts()
 FLUSH_BYTES = 1024 * 1024
 # After a limit is hit the rest of the body is read and discarded up to this many extra bytes,
 # so the client receives the 413 answer instead of a broken connection.
@@ -88,6 +91,15 @@ class SubmissionStore:
         """Remove every trace of an upload (incoming or stored)."""
         shutil.rmtree(self.incoming(submission_id), ignore_errors=True)
         shutil.rmtree(self.directory(submission_id), ignore_errors=True)
+
+
+def _optional_parts() -> str:
+    """Which parts only some tracks need: ``privacy only for track 2``."""
+    return ", ".join(
+        f"{part} only for track {' or '.join(map(str, tracks_needing(part)))}"
+        for part in FILENAMES
+        if part not in REQUIRED_PARTS
+    )
 
 
 def _fsync_directory(path: Path) -> None:
@@ -169,7 +181,7 @@ class _PartWriter:
             raise UploadError(
                 422,
                 f"unknown form field {name[:40]!r}; send the fields "
-                f"{', '.join(FILENAMES)} (privacy only for track 2)",
+                f"{', '.join(FILENAMES)} ({_optional_parts()})",
             )
         if name in self.received:
             raise UploadError(422, f"form field {name!r} sent twice")

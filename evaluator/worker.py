@@ -18,8 +18,11 @@ import threading
 import time
 import traceback
 import uuid
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from benchmark.tracks import get_track
 from evaluator import crud
 from evaluator.core.config import Settings
 from evaluator.core.db import session_scope
@@ -27,11 +30,12 @@ from evaluator.federation import federation_of
 from evaluator.models import Status, Submission, SubmissionMetadata, utcnow
 from evaluator.queue import TaskQueue
 from evaluator.scoring import Scorer
-from evaluator.storage import SubmissionStore
+from evaluator.storage import FILENAMES, REQUIRED_PARTS, SubmissionStore
 from evaluator.validation import InvalidSubmission
 from evaluator.validation.checkpoint import validate_checkpoint
-from evaluator.validation.commlog import parse_log
+from evaluator.validation.commlog import CommunicationTally, parse_log
 from evaluator.validation.privacy import load_declaration, verify_declaration
+from evaluator.validation.track_parts import check_track_parts
 
 logger = logging.getLogger("evaluator.worker")
 
@@ -95,6 +99,13 @@ class JobRunner:
             images_dir=settings.images_dir,
             cache_root=settings.storage_dir,
         )
+        #: scoring steps of the parts only some tracks need (``benchmark.tracks``), keyed by
+        #: part: each reads its stored file and returns result columns. They run after the
+        #: checks every track shares and before the costly test-set scoring; a new track's
+        #: own part (track 3's personal models) adds its step here.
+        self.part_steps: dict[str, Callable[[Path, CommunicationTally], dict[str, Any]]] = {
+            "privacy": self._verify_privacy,
+        }
 
     def __call__(self, submission_id: str) -> str:
         """Score one submission if it can be claimed; returns the outcome."""
@@ -205,13 +216,14 @@ class JobRunner:
             row = session.get(Submission, submission_id)
             if row is None:
                 raise LookupError("submission row vanished")
-            track, stored_metadata = row.track, dict(row.submission_metadata)
+            number, stored_metadata = row.track, dict(row.submission_metadata)
         try:
             metadata = SubmissionMetadata.model_validate(stored_metadata)
+            track = get_track(number)
         except ValueError as exc:
             raise InvalidSubmission("metadata", str(exc).splitlines()[0]) from None
         directory = self.store.directory(submission_id)
-        model_path = directory / "model.safetensors"
+        model_path = directory / FILENAMES["model"]
         if not model_path.is_file():
             raise FileNotFoundError("stored submission is missing its checkpoint")
         validate_checkpoint(
@@ -221,7 +233,7 @@ class JobRunner:
             max_tensors=settings.max_tensors,
         )
         tally = parse_log(
-            directory / "communication_log.csv",
+            directory / FILENAMES["communication_log"],
             clients=self.scorer.clients,
             max_bytes=settings.max_log_bytes,
             max_rows=settings.max_log_rows,
@@ -240,22 +252,12 @@ class JobRunner:
             "per_round": tally.per_round(),
             "model_bytes": model_path.stat().st_size,
         }
-        if track == 2:
-            privacy_path = directory / "privacy.json"
-            if not privacy_path.is_file():
-                raise InvalidSubmission(
-                    "privacy", "track 2 needs a privacy declaration (privacy.json)"
-                )
-            declaration = load_declaration(privacy_path, max_bytes=settings.max_json_bytes)
-            verified, report = verify_declaration(
-                declaration, tally, federation=federation_of(settings.data_dir)
-            )
-            values.update(
-                epsilon=float(declaration.epsilon),
-                delta=float(declaration.delta),
-                privacy_verified=verified,
-                privacy_report=report,
-            )
+        check_track_parts(track, directory, exclude=REQUIRED_PARTS)
+        for part in track.parts:
+            if part in self.part_steps:
+                values.update(self.part_steps[part](directory, tally))
+            elif part not in REQUIRED_PARTS:
+                raise LookupError(f"track {track.number}'s part {part!r} has no scoring step")
         scores = self.scorer.score(model_path)
         values.update(
             anls=scores.anls,
@@ -270,6 +272,21 @@ class JobRunner:
             scoring_seconds=scores.seconds,
         )
         return values
+
+    def _verify_privacy(self, directory: Path, tally: CommunicationTally) -> dict[str, Any]:
+        """The privacy declaration verified with the accountant against the log's tally."""
+        declaration = load_declaration(
+            directory / FILENAMES["privacy"], max_bytes=self.settings.max_json_bytes
+        )
+        verified, report = verify_declaration(
+            declaration, tally, federation=federation_of(self.settings.data_dir)
+        )
+        return {
+            "epsilon": float(declaration.epsilon),
+            "delta": float(declaration.delta),
+            "privacy_verified": verified,
+            "privacy_report": report,
+        }
 
 
 def reap(settings: Settings, queue: TaskQueue, store: SubmissionStore) -> dict[str, int]:

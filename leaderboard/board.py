@@ -1,4 +1,4 @@
-"""Both tracks' tables from one list of rows, and their flat records for JSON and CSV (pure)."""
+"""Every track's tables from one list of rows, and their flat records for JSON and CSV (pure)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from leaderboard.ranking import BUDGETS, Row, Table, Unranked, rank_track1, rank_track2
+from benchmark.tracks import COMMUNICATION, PRIVACY, TRACKS
+from leaderboard.ranking import Row, Table, TrackResult, Unranked, rank_track
 
 # Scores are published with as many decimals as the competition did; more would let repeated
 # submissions probe individual hidden answers. Organisers see full precision.
@@ -31,9 +32,7 @@ class Board:
     Attributes:
         threshold: the track-1 ANLS threshold in force.
         threshold_source: where it came from (a ``benchmark.json`` path or ``setting``).
-        track1: the track-1 table (with its unranked submissions).
-        track2: one table per epsilon budget.
-        track2_unranked: track-2 submissions that qualify for no budget.
+        tracks: track number -> that track's rankings, for every track of ``benchmark.tracks``.
         all_submissions: whether every submission is ranked, not only each team's best.
         public: the participants' view: scores to ``PUBLIC_DECIMALS`` decimals, no rejection or
             failure reasons, no scores of hidden submissions.
@@ -41,11 +40,24 @@ class Board:
 
     threshold: float
     threshold_source: str
-    track1: Table
-    track2: dict[float, Table]
-    track2_unranked: list[Unranked]
+    tracks: dict[int, TrackResult]
     all_submissions: bool = False
     public: bool = True
+
+    @property
+    def track1(self) -> Table:
+        """The track-1 table (with its unranked submissions)."""
+        return self.tracks[COMMUNICATION.number].tables[None]
+
+    @property
+    def track2(self) -> dict[float, Table]:
+        """One track-2 table per epsilon budget."""
+        return self.tracks[PRIVACY.number].tables  # type: ignore[return-value]
+
+    @property
+    def track2_unranked(self) -> list[Unranked]:
+        """Track-2 submissions that qualify for no budget."""
+        return self.tracks[PRIVACY.number].unranked
 
 
 def _public(unranked: Unranked) -> Unranked:
@@ -74,79 +86,66 @@ def build_board(
     threshold: float,
     threshold_source: str = "setting",
     all_submissions: bool = False,
-    budgets: Sequence[float] = BUDGETS,
     public: bool = True,
 ) -> Board:
-    """Rank both tracks.
+    """Rank every track of ``benchmark.tracks``, each with its registered ranking function.
 
     Args:
         rows: every submission.
-        threshold: the track-1 ANLS threshold.
+        threshold: the track-1 ANLS threshold (other tracks use their own).
         threshold_source: where the threshold came from, shown on the page.
         all_submissions: rank every submission rather than each team's best.
-        budgets: the track-2 epsilon budgets.
         public: strip the scores of hidden submissions (the participants' view).
 
     Returns:
         The board.
     """
-    track1 = rank_track1(rows, threshold=threshold, all_submissions=all_submissions)
-    track2, unranked2 = rank_track2(rows, budgets=budgets, all_submissions=all_submissions)
-    if public:
-        track1.unranked = [_public(u) for u in track1.unranked]
-        unranked2 = [_public(u) for u in unranked2]
-    return Board(threshold, threshold_source, track1, track2, unranked2, all_submissions, public)
+    results: dict[int, TrackResult] = {}
+    for number, track in TRACKS.items():
+        given = track is COMMUNICATION
+        result = rank_track(
+            rows, track, threshold=threshold if given else None, all_submissions=all_submissions
+        )
+        if given:
+            result.threshold_source = threshold_source
+        if public:
+            result.unranked = [_public(u) for u in result.unranked]
+            for table in result.tables.values():
+                table.unranked = [_public(u) for u in table.unranked]
+        results[number] = result
+    return Board(threshold, threshold_source, results, all_submissions, public)
 
 
 def records(board: Board, *, track: int | None = None) -> list[dict[str, Any]]:
-    """One flat record per table entry: ranked ones with their rank, then the unranked.
+    """One flat record per table entry: per track, ranked ones with their rank, then the unranked.
 
     Args:
         board: the board.
-        track: 1 or 2 for one track only.
+        track: a track number for that track only.
 
     Returns:
-        Dicts with ``track``, ``budget`` (track 2), ``rank`` (None when unranked), ``reason`` and
-        the row's fields.
+        Dicts with ``track``, ``budget`` (tracks with budgets), ``rank`` (None when unranked),
+        ``reason`` and the row's fields.
     """
     out: list[dict[str, Any]] = []
-    if track in (None, 1):
-        for entry in board.track1.ranked:
-            out.append(
-                {
-                    "track": 1,
-                    "budget": None,
-                    "rank": entry.rank,
-                    "reason": None,
-                    **row_dict(board, entry.row),
-                }
-            )
-        for item in board.track1.unranked:
-            out.append(
-                {
-                    "track": 1,
-                    "budget": None,
-                    "rank": None,
-                    "reason": item.reason,
-                    **row_dict(board, item.row),
-                }
-            )
-    if track in (None, 2):
-        for budget, table in board.track2.items():
+    for number, result in board.tracks.items():
+        if track not in (None, number):
+            continue
+        for budget, table in result.tables.items():
             for entry in table.ranked:
                 out.append(
                     {
-                        "track": 2,
+                        "track": number,
                         "budget": budget,
                         "rank": entry.rank,
                         "reason": None,
                         **row_dict(board, entry.row),
                     }
                 )
-        for item in board.track2_unranked:
+        for item in result.unranked:
             out.append(
                 {
-                    "track": 2,
+                    "track": number,
                     "budget": None,
                     "rank": None,
                     "reason": item.reason,
@@ -161,43 +160,39 @@ def as_json(board: Board, *, track: int) -> dict[str, Any]:
 
     Args:
         board: the board.
-        track: 1 or 2.
+        track: a track number.
 
     Returns:
-        Track 1: ``threshold``, ``ranked``, ``unranked``; track 2: ``budgets`` (``"1"``, ``"4"``,
-        ``"8"`` -> ranked lists), the same entries flat in ``ranked`` (each with its ``budget``)
-        and ``unranked``.
+        ``track``, ``all_submissions``; ``threshold`` and ``threshold_source`` for a track with a
+        threshold; ``delta`` for a privacy track; ``budgets`` (``"1"``, ``"4"``, ``"8"`` ->
+        ranked lists) for a track with budgets, whose flat ``ranked`` entries carry their
+        ``budget``; ``ranked`` and ``unranked``.
 
     Raises:
-        ValueError: a track other than 1 or 2.
+        ValueError: a track the benchmark does not have.
     """
 
     def ranked(table: Table) -> list[dict[str, Any]]:
         return [{"rank": e.rank, **row_dict(board, e.row)} for e in table.ranked]
 
-    def unranked(items: list[Unranked]) -> list[dict[str, Any]]:
-        return [{**row_dict(board, u.row), "reason": u.reason} for u in items]
-
-    common = {"track": track, "all_submissions": board.all_submissions}
-    if track == 1:
-        return {
-            **common,
-            "threshold": board.threshold,
-            "threshold_source": board.threshold_source,
-            "ranked": ranked(board.track1),
-            "unranked": unranked(board.track1.unranked),
-        }
-    if track == 2:
-        return {
-            **common,
-            "delta": 1e-5,
-            "budgets": {f"{b:g}": ranked(t) for b, t in board.track2.items()},
-            "ranked": [
-                {"budget": b, **entry} for b, t in board.track2.items() for entry in ranked(t)
-            ],
-            "unranked": unranked(board.track2_unranked),
-        }
-    raise ValueError(f"track must be 1 or 2, got {track}")
+    if track not in board.tracks:
+        raise ValueError(f"track must be one of {sorted(board.tracks)}, got {track}")
+    result = board.tracks[track]
+    answer: dict[str, Any] = {"track": track, "all_submissions": board.all_submissions}
+    if result.track.threshold_key is not None:
+        answer["threshold"] = result.threshold
+        answer["threshold_source"] = result.threshold_source
+    if result.track.delta is not None:
+        answer["delta"] = result.track.delta
+    if result.track.budgets:
+        answer["budgets"] = {f"{b:g}": ranked(t) for b, t in result.tables.items()}
+        answer["ranked"] = [
+            {"budget": b, **entry} for b, t in result.tables.items() for entry in ranked(t)
+        ]
+    else:
+        answer["ranked"] = [entry for t in result.tables.values() for entry in ranked(t)]
+    answer["unranked"] = [{**row_dict(board, u.row), "reason": u.reason} for u in result.unranked]
+    return answer
 
 
 def row_dict(board: Board, row: Row) -> dict[str, Any]:
@@ -233,7 +228,7 @@ def csv_text(board: Board, *, track: int | None = None) -> str:
 
     Args:
         board: the board.
-        track: 1 or 2 for one track only.
+        track: a track number for that track only.
 
     Returns:
         The CSV text with the ``CSV_COLUMNS`` header.

@@ -12,6 +12,8 @@ from typing import Any
 
 import click
 
+from benchmark.tracks import COMMUNICATION, TRACKS
+
 _DB = click.option(
     "--db",
     "database_url",
@@ -39,7 +41,7 @@ _THRESHOLD = click.option(
     type=click.FloatRange(0, 1),
     default=None,
     help="track-1 ANLS threshold (default: benchmark.json, else PFLKIT_LEADERBOARD_THRESHOLD, "
-    "else 0.8242)",
+    f"else {COMMUNICATION.threshold})",
 )
 _ALL = click.option(
     "--all", "all_submissions", is_flag=True, help="every submission, not each team's best"
@@ -125,7 +127,7 @@ def leaderboard() -> None:
 @_DATA
 @_THRESHOLD
 @_ALL
-@click.option("--track", type=click.IntRange(1, 2), default=None, help="one track only")
+@click.option("--track", type=click.IntRange(min(TRACKS), max(TRACKS)), default=None, help="one track only")
 @click.option("--json", "as_json", is_flag=True, help="print the API's JSON instead of tables")
 def show(database_url: str | None, storage_dir: Path | None, data_dir: Path | None,
          threshold: float | None, all_submissions: bool, track: int | None, as_json: bool) -> None:  # fmt: skip
@@ -133,21 +135,29 @@ def show(database_url: str | None, storage_dir: Path | None, data_dir: Path | No
     from leaderboard.board import as_json as to_json
 
     board = _board(database_url, storage_dir, data_dir, threshold, all_submissions)
-    tracks = [track] if track else [1, 2]
+    tracks = [track] if track else sorted(TRACKS)
     if as_json:
         answer = [to_json(board, track=t) for t in tracks]
         click.echo(json.dumps(answer[0] if track else answer, indent=2))
         return
-    if 1 in tracks:
-        _print_table(
-            f"Track 1: fewest bytes at test ANLS >= {board.threshold:.4f} ({board.threshold_source})",
-            to_json(board, track=1)["ranked"],
-        )
-        click.echo(f"  not ranked: {len(board.track1.unranked)}")
-    if 2 in tracks:
-        for budget, entries in to_json(board, track=2)["budgets"].items():
-            _print_table(f"Track 2: epsilon <= {budget} (verified claims, highest ANLS)", entries)
-        click.echo(f"  not ranked: {len(board.track2_unranked)}")
+    for number in tracks:
+        answer = to_json(board, track=number)
+        if "budgets" in answer:
+            for budget, entries in answer["budgets"].items():
+                _print_table(
+                    f"Track {number}: epsilon <= {budget} (verified claims, highest ANLS)", entries
+                )
+        else:
+            _print_table(f"Track {number}: {_headline(board, number)}", answer["ranked"])
+        click.echo(f"  not ranked: {len(board.tracks[number].unranked)}")
+
+
+def _headline(board: Any, number: int) -> str:
+    """What a track without budgets ranks on, for the table's title."""
+    result = board.tracks[number]
+    if result.track.ranking == "total_bytes":
+        return f"fewest bytes at test ANLS >= {result.threshold:.4f} ({result.threshold_source})"
+    return f"ranked by {result.track.ranking}"
 
 
 @leaderboard.command()
@@ -156,7 +166,7 @@ def show(database_url: str | None, storage_dir: Path | None, data_dir: Path | No
 @_DATA
 @_THRESHOLD
 @_ALL
-@click.option("--track", type=click.IntRange(1, 2), default=None, help="one track only")
+@click.option("--track", type=click.IntRange(min(TRACKS), max(TRACKS)), default=None, help="one track only")
 @click.option(
     "--out",
     required=True,

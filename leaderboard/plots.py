@@ -1,16 +1,18 @@
-"""Server-side plots of both tracks (matplotlib, Agg backend, PNG bytes).
+"""Server-side plots of the tracks (matplotlib, Agg backend, PNG bytes).
 
 Track 1: test ANLS against total bytes on a log axis, with the threshold line; ranked
 submissions filled, the ones below the threshold hollow. Track 2: test ANLS against the claimed
-epsilon of verified claims, with the budgets as vertical guides.
+epsilon of verified claims, with the budgets as vertical guides. :data:`PLOTS` maps a track's
+ranking figure to its plot, as ``leaderboard.ranking.RANKINGS`` does to its ranking function.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from leaderboard.ranking import BUDGETS, Row
+from benchmark.tracks import COMMUNICATION, PRIVACY
+from leaderboard.ranking import BUDGETS, Row, TrackResult
 
 _SIZE = (7.0, 3.6)
 
@@ -62,18 +64,21 @@ def track1_png(ranked: Sequence[Row], below: Sequence[Row], *, threshold: float)
     axes.set_xscale("log")
     axes.set_xlabel("total bytes exchanged (log scale)")
     axes.set_ylabel("test ANLS")
-    axes.set_title("Track 1: utility against communication")
+    axes.set_title(f"Track {COMMUNICATION.number}: utility against communication")
     axes.grid(True, which="major", alpha=0.3)
     axes.legend(loc="lower right", fontsize=8)
     return _png(figure)
 
 
-def track2_png(rows: Sequence[Row], *, budgets: Sequence[float] = BUDGETS) -> bytes:
+def track2_png(
+    rows: Sequence[Row], *, budgets: Sequence[float] = BUDGETS, delta: float = PRIVACY.delta
+) -> bytes:
     """ANLS against claimed epsilon for verified claims, budgets as vertical lines.
 
     Args:
         rows: verified track-2 submissions with an epsilon.
         budgets: the epsilon budgets.
+        delta: the largest delta of a claim (named on the axis).
 
     Returns:
         The PNG image.
@@ -88,8 +93,41 @@ def track2_png(rows: Sequence[Row], *, budgets: Sequence[float] = BUDGETS) -> by
         axes.axvline(budget, color="tab:gray", linestyle=":", linewidth=1)
     axes.set_xlim(0, max(budgets) * 1.1)
     axes.set_xticks(list(budgets))
-    axes.set_xlabel("epsilon (delta = 1e-5, per provider)")
+    mantissa, exponent = f"{delta:e}".split("e")
+    axes.set_xlabel(f"epsilon (delta = {float(mantissa):g}e{int(exponent)}, per provider)")
     axes.set_ylabel("test ANLS")
-    axes.set_title("Track 2: utility against privacy budget")
+    axes.set_title(f"Track {PRIVACY.number}: utility against privacy budget")
     axes.grid(True, alpha=0.3)
     return _png(figure)
+
+
+def _bytes_plot(result: TrackResult) -> bytes:
+    """A communication track: its ranked rows and those below the threshold."""
+    (table,) = result.tables.values()
+    below = [u.row for u in result.unranked if u.reason.startswith("ANLS ")]
+    return track1_png([e.row for e in table.ranked], below, threshold=result.threshold)
+
+
+def _epsilon_plot(result: TrackResult) -> bytes:
+    """A privacy track: every verified claim ranked in some budget, once."""
+    verified = {e.row.id: e.row for t in result.tables.values() for e in t.ranked}
+    return track2_png(list(verified.values()), budgets=result.track.budgets,
+                      delta=result.track.delta)  # fmt: skip
+
+
+#: ``Track.ranking`` -> the plot of a track ranked on that figure.
+PLOTS: dict[str, Callable[[TrackResult], bytes]] = {
+    "total_bytes": _bytes_plot,
+    "anls": _epsilon_plot,
+}
+
+
+def track_png(result: TrackResult) -> bytes:
+    """The plot of one track's rankings (:data:`PLOTS`).
+
+    Raises:
+        LookupError: no plot is registered for the track's ranking figure.
+    """
+    if result.track.ranking not in PLOTS:
+        raise LookupError(f"no plot for tracks ranked on {result.track.ranking!r}")
+    return PLOTS[result.track.ranking](result)

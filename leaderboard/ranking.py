@@ -1,4 +1,8 @@
-"""Ranking rules of both tracks: pure functions over plain rows, no database.
+"""Ranking rules of the tracks: pure functions over plain rows, no database.
+
+Each track of ``benchmark.tracks`` names the figure it ranks on (``Track.ranking``);
+:data:`RANKINGS` maps that figure to the function that ranks the track, so a new track is one
+``Track`` entry plus one function registered here with :func:`ranking`.
 
 Track 1 (communication efficiency): a finished submission is valid when its test ANLS is at
 least the threshold (``>=``: a score exactly at the threshold counts); valid ones are ranked by
@@ -18,13 +22,15 @@ is total and stable. By default each team keeps only its best submission per tab
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-BUDGETS: tuple[float, ...] = (1.0, 4.0, 8.0)
-DELTA: float = 1e-5
-REAL_DATA_THRESHOLD: float = 0.8242
+from benchmark.tracks import COMMUNICATION, PRIVACY, Track
+
+BUDGETS: tuple[float, ...] = PRIVACY.budgets
+DELTA: float = PRIVACY.delta
+REAL_DATA_THRESHOLD: float = COMMUNICATION.threshold
 
 
 @dataclass(frozen=True)
@@ -34,7 +40,7 @@ class Row:
     Attributes:
         id: submission id.
         team: team name.
-        track: 1 or 2 (0 for an upload that never completed).
+        track: a ``benchmark.tracks`` number (0 for an upload that never completed).
         method: method name from the metadata.
         status: evaluator state (``finished``, ``rejected``, ``failed``, ``queued``...).
         created_at: upload time (tie-breaker).
@@ -159,13 +165,21 @@ def _numbered(rows: list[Row]) -> list[Ranked]:
     return [Ranked(rank=i + 1, row=row) for i, row in enumerate(rows)]
 
 
-def rank_track1(rows: Iterable[Row], *, threshold: float, all_submissions: bool = False) -> Table:
+def rank_track1(
+    rows: Iterable[Row],
+    *,
+    threshold: float,
+    all_submissions: bool = False,
+    track: Track = COMMUNICATION,
+) -> Table:
     """Rank track-1 submissions by total bytes among those reaching the ANLS threshold.
 
     Args:
         rows: submissions of any track (other tracks are ignored).
         threshold: test ANLS a submission must reach (inclusive).
         all_submissions: rank every valid submission instead of each team's best.
+        track: the track ranked this way (its number selects the rows, its name titles the
+            table).
 
     Returns:
         The track-1 table.
@@ -175,10 +189,10 @@ def rank_track1(rows: Iterable[Row], *, threshold: float, all_submissions: bool 
     """
     if not 0.0 <= threshold <= 1.0:
         raise ValueError(f"the track-1 threshold is an ANLS in [0, 1], got {threshold}")
-    table = Table(title="Track 1: communication")
+    table = Table(title=f"Track {track.number}: {track.name}")
     valid: list[Row] = []
     for row in rows:
-        if row.track != 1:
+        if row.track != track.number:
             continue
         reason = exclusion_reason(row)
         if reason is None and row.total_bytes is None:
@@ -210,6 +224,7 @@ def rank_track2(
     delta: float = DELTA,
     nested: bool = True,
     all_submissions: bool = False,
+    track: Track = PRIVACY,
 ) -> tuple[dict[float, Table], list[Unranked]]:
     """Rank track-2 submissions by test ANLS within each privacy budget.
 
@@ -220,16 +235,17 @@ def rank_track2(
         nested: a claim counts in every budget at or above its epsilon (True) or only in the
             smallest budget that covers it (False).
         all_submissions: rank every eligible submission instead of each team's best per column.
+        track: the track ranked this way (its number selects the rows and titles the tables).
 
     Returns:
         One table per budget (their ``unranked`` lists stay empty) and the submissions that
         qualify for no column, with reasons.
     """
-    tables = {b: Table(title=f"Track 2: epsilon <= {b:g}") for b in sorted(budgets)}
+    tables = {b: Table(title=f"Track {track.number}: epsilon <= {b:g}") for b in sorted(budgets)}
     eligible: dict[float, list[Row]] = {b: [] for b in tables}
     unranked: list[Unranked] = []
     for row in rows:
-        if row.track != 2:
+        if row.track != track.number:
             continue
         reason = exclusion_reason(row)
         if reason is None and row.epsilon is None:
@@ -252,3 +268,84 @@ def rank_track2(
         table.ranked = _numbered(ordered if all_submissions else _best_per_team(ordered))
     unranked.sort(key=lambda u: _tie_key(u.row))
     return tables, unranked
+
+
+@dataclass
+class TrackResult:
+    """One track's rankings.
+
+    Attributes:
+        track: the track.
+        tables: one table per epsilon budget, or ``{None: table}`` for a track without budgets.
+        unranked: the track's submissions that qualify for no table, with reasons.
+        threshold: the ANLS threshold in force (``None``: the track has none).
+        threshold_source: where the threshold came from (a ``benchmark.json`` path or
+            ``setting``).
+    """
+
+    track: Track
+    tables: dict[float | None, Table]
+    unranked: list[Unranked]
+    threshold: float | None = None
+    threshold_source: str = "setting"
+
+
+#: ranks one track's rows: ``(rows, track, threshold, all_submissions) -> TrackResult``.
+RankingFunction = Callable[[Sequence[Row], Track, "float | None", bool], TrackResult]
+
+#: ``Track.ranking`` -> the function that ranks a track on that figure.
+RANKINGS: dict[str, RankingFunction] = {}
+
+
+def ranking(figure: str) -> Callable[[RankingFunction], RankingFunction]:
+    """Register the ranking function of the tracks that rank on ``figure``."""
+
+    def register(function: RankingFunction) -> RankingFunction:
+        RANKINGS[figure] = function
+        return function
+
+    return register
+
+
+@ranking("total_bytes")
+def rank_by_bytes(rows: Sequence[Row], track: Track, threshold: float | None,
+                  all_submissions: bool) -> TrackResult:  # fmt: skip
+    """Fewest bytes first among the submissions that reach the track's ANLS threshold."""
+    threshold = track.threshold if threshold is None else threshold
+    table = rank_track1(rows, threshold=threshold, all_submissions=all_submissions, track=track)
+    return TrackResult(track, {None: table}, table.unranked, threshold)
+
+
+@ranking("anls")
+def rank_by_anls_per_budget(rows: Sequence[Row], track: Track, threshold: float | None,
+                            all_submissions: bool) -> TrackResult:  # fmt: skip
+    """Highest ANLS first within each epsilon budget, verified privacy claims only."""
+    tables, unranked = rank_track2(
+        rows, budgets=track.budgets, delta=track.delta, all_submissions=all_submissions,
+        track=track,
+    )  # fmt: skip
+    return TrackResult(track, dict(tables), unranked, threshold)
+
+
+def rank_track(rows: Sequence[Row], track: Track, *, threshold: float | None = None,
+               all_submissions: bool = False) -> TrackResult:  # fmt: skip
+    """Rank one track with the function registered for its ranking figure.
+
+    Args:
+        rows: submissions of any track (other tracks are ignored).
+        track: the track.
+        threshold: the ANLS threshold in force (``None``: the track's own).
+        all_submissions: rank every valid submission instead of each team's best.
+
+    Returns:
+        The track's tables and unranked submissions.
+
+    Raises:
+        LookupError: no function is registered for the track's ranking figure.
+    """
+    if track.ranking not in RANKINGS:
+        raise LookupError(
+            f"track {track.number} ranks on {track.ranking!r}, which has no ranking function; "
+            f"register one with leaderboard.ranking.ranking({track.ranking!r})"
+        )
+    return RANKINGS[track.ranking](rows, track, threshold, all_submissions)

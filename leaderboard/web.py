@@ -23,6 +23,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.orm import Session
 
+from benchmark.tracks import TRACKS
 from evaluator import crud
 from evaluator.api.deps import (
     SESSION_COOKIE,
@@ -39,6 +40,7 @@ from leaderboard.board import Board, as_json, build_board, csv_text
 from leaderboard.threshold import track1_threshold
 
 PACKAGE_DIR = FilePath(__file__).resolve().parent
+TRACK_CHOICES = " or ".join(f"{number} ({track.name})" for number, track in sorted(TRACKS.items()))
 ACTIONS = ("hide", "unhide", "disqualify", "requalify", "rescore")
 
 router = APIRouter(tags=["leaderboard"])
@@ -119,14 +121,7 @@ def _plot(request: Request, session: Session, track: int) -> bytes:
         if key in _plot_cache:
             return _plot_cache[key]
     board = _board(request, session, all_submissions=True, public=True)
-    if track == 1:
-        below = [u.row for u in board.track1.unranked if u.reason.startswith("ANLS ")]
-        image = plots.track1_png(
-            [e.row for e in board.track1.ranked], below, threshold=board.threshold
-        )
-    else:
-        verified = {e.row.id: e.row for t in board.track2.values() for e in t.ranked}
-        image = plots.track2_png(list(verified.values()))
+    image = plots.track_png(board.tracks[track])
     with _plot_lock:
         _plot_cache.clear() if len(_plot_cache) > 16 else None
         _plot_cache[key] = image
@@ -135,7 +130,9 @@ def _plot(request: Request, session: Session, track: int) -> bytes:
 
 @router.get("/leaderboard/plots/track{track}.png", include_in_schema=False)
 def plot(
-    request: Request, track: Annotated[int, Path(ge=1, le=2)], session: SessionDep
+    request: Request,
+    track: Annotated[int, Path(ge=min(TRACKS), le=max(TRACKS))],
+    session: SessionDep,
 ) -> Response:
     """Track 1: ANLS against bytes (log) with the threshold; track 2: ANLS against epsilon."""
     return Response(
@@ -149,7 +146,7 @@ def plot(
 def leaderboard_json(
     request: Request,
     session: SessionDep,
-    track: int = Query(..., ge=1, le=2, description="1 (communication) or 2 (privacy)"),
+    track: int = Query(..., ge=min(TRACKS), le=max(TRACKS), description=TRACK_CHOICES),
     all: bool = Query(False, description="every submission, not only each team's best"),
 ) -> dict[str, Any]:
     """One track's ranking as JSON."""
@@ -161,7 +158,7 @@ def leaderboard_json(
 def leaderboard_csv(
     request: Request,
     session: SessionDep,
-    track: int | None = Query(None, ge=1, le=2, description="one track only"),
+    track: int | None = Query(None, ge=min(TRACKS), le=max(TRACKS), description="one track only"),
     all: bool = Query(False, description="every submission, not only each team's best"),
 ) -> Response:
     """Both tracks (or one) as CSV, one line per table entry (pandas)."""
@@ -260,12 +257,15 @@ def organiser_json(
 
 def _organiser_rows(session: Session, board: Board) -> list[dict[str, Any]]:
     """Every submission, newest first, with the leaderboard's verdict on it."""
-    verdict: dict[str, str] = {e.row.id: f"track 1 rank {e.rank}" for e in board.track1.ranked}
-    for budget, table in board.track2.items():
-        for e in table.ranked:
-            verdict.setdefault(e.row.id, f"track 2 rank {e.rank} at epsilon <= {budget:g}")
-    for u in [*board.track1.unranked, *board.track2_unranked]:
-        verdict.setdefault(u.row.id, u.reason)
+    verdict: dict[str, str] = {}
+    for number, result in board.tracks.items():
+        for budget, table in result.tables.items():
+            at = "" if budget is None else f" at epsilon <= {budget:g}"
+            for e in table.ranked:
+                verdict.setdefault(e.row.id, f"track {number} rank {e.rank}{at}")
+    for result in board.tracks.values():
+        for u in result.unranked:
+            verdict.setdefault(u.row.id, u.reason)
     out = []
     for row in reversed(source.load_rows(session)):
         out.append(

@@ -21,6 +21,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from benchmark.tracks import TRACKS
+
 console = Console()
 
 DEMO_SCALE = "mini"
@@ -114,13 +116,13 @@ def submit(run_dir: Path, url: str, token: str) -> dict:
 
 
 def show_leaderboard(url: str) -> None:
-    """Print both tracks as the API serves them: ranked rows, then unranked ones with the reason."""
-    for track in (1, 2):
+    """Print every track as the API serves it: ranked rows, then unranked ones with the reason."""
+    for track in sorted(TRACKS):
         with urllib.request.urlopen(f"{url}/api/v1/leaderboard?track={track}", timeout=30) as answer:
             board = json.loads(answer.read())
         rows = board["ranked"] + board["unranked"]
         title = f"Track {track}"
-        if track == 1:
+        if "threshold" in board:
             title += f" (ANLS threshold {board['threshold']:.4f}, {board['threshold_source']})"
         table = Table(title=title)
         columns = [key for key in ("budget", "rank", "team", "method", "anls", "total_bytes",

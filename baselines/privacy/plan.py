@@ -21,6 +21,7 @@ from accountant.declaration import FIELDS as DECLARATION_FIELDS
 from accountant.declaration import PrivacyDeclaration
 from baselines.options import option
 from baselines.privacy.mechanism import SAMPLINGS
+from benchmark.tracks import PRIVACY
 
 ANALYSES = ("competition", "strict")
 #: the competition baseline's share of a client's providers sampled per round (50 of 400).
@@ -49,7 +50,7 @@ class PrivacyOptions:
     """
 
     epsilon: float | None = None
-    delta: float = 1e-5
+    delta: float = PRIVACY.delta
     noise_multiplier: float | None = None
     clipping_norm: float = 0.5
     providers_per_round: int | None = None

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
+from benchmark.tracks import get_track, track_numbers, tracks_needing
 from evaluator import crud
 from evaluator.api.deps import CurrentTeam, Organiser, QueueDep, SessionDep, SettingsDep, StoreDep
 from evaluator.benchmark_info import clients_of
@@ -24,12 +25,19 @@ from evaluator.models import (
     SubmissionMetadata,
     SubmissionPublic,
 )
-from evaluator.storage import FILENAMES, SubmissionStore, UploadError, receive_multipart
+from evaluator.storage import (
+    FILENAMES,
+    REQUIRED_PARTS,
+    SubmissionStore,
+    UploadError,
+    receive_multipart,
+)
 from evaluator.validation import InvalidSubmission
 from evaluator.validation.checkpoint import read_header
 from evaluator.validation.commlog import parse_log
 from evaluator.validation.jsonfile import load_json_object
 from evaluator.validation.privacy import load_declaration
+from evaluator.validation.track_parts import check_track_parts
 
 logger = logging.getLogger("evaluator.api")
 router = APIRouter(prefix="/api/v1/submissions", tags=["submissions"])
@@ -41,7 +49,7 @@ _UPLOAD_BODY = {
             "multipart/form-data": {
                 "schema": {
                     "type": "object",
-                    "required": ["model", "communication_log", "metadata"],
+                    "required": list(REQUIRED_PARTS),
                     "properties": {
                         "model": {
                             "type": "string",
@@ -56,7 +64,9 @@ _UPLOAD_BODY = {
                         "privacy": {
                             "type": "string",
                             "format": "binary",
-                            "description": "privacy.json (track 2)",
+                            "description": "privacy.json (track "
+                            + " or ".join(map(str, tracks_needing("privacy")))
+                            + ")",
                         },
                         "metadata": {
                             "type": "string",
@@ -110,11 +120,10 @@ def check_upload(directory: Path, settings: Settings) -> SubmissionMetadata:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "metadata"
         raise InvalidSubmission(
-            "metadata", f"{where}: {first['msg']} (needs track 1 or 2 and a method name)"
+            "metadata", f"{where}: {first['msg']} (needs track {track_numbers()} and a method name)"
         ) from None
+    check_track_parts(get_track(metadata.track), directory)
     privacy = directory / FILENAMES["privacy"]
-    if metadata.track == 2 and not privacy.is_file():
-        raise InvalidSubmission("privacy", "track 2 needs a privacy declaration (privacy.json)")
     if privacy.is_file():
         load_declaration(privacy, max_bytes=settings.max_json_bytes)
     read_header(
