@@ -70,6 +70,28 @@ def configure_logging(level: str) -> None:
     )
 
 
+def service_settings(options: dict[str, Any], *, scores: bool | None) -> Any:
+    """The settings of a service command, with logging configured and the data checked.
+
+    Args:
+        options: the command's options, named as the settings' fields (``None``: unset, the
+            environment or the default applies).
+        scores: whether this process scores submissions, so needs the hidden test split
+            (``None``: when the settings run an embedded worker).
+
+    Returns:
+        The settings.
+
+    Raises:
+        click.UsageError: invalid settings, or a scoring process without test data.
+    """
+    settings = settings_from(**options)
+    configure_logging(settings.log_level)
+    if settings.embedded_worker if scores is None else scores:
+        check_data(settings)
+    return settings
+
+
 def check_data(settings: Any) -> None:
     """Stop with a usage error unless the settings name a benchmark with a hidden test split."""
     from evaluator.benchmark_info import test_split_path
@@ -98,25 +120,11 @@ def check_data(settings: Any) -> None:
     type=int,
     help="jobs scored at once in this process (default 1)",
 )
-def worker(
-    database_url: str | None,
-    queue_url: str | None,
-    data_dir: Path | None,
-    storage_dir: Path | None,
-    worker_threads: int | None,
-) -> None:
+def worker(**options: Any) -> None:
     """Run a scoring worker (start several, on several machines with a Redis queue)."""
     from evaluator.worker import run_worker
 
-    settings = settings_from(
-        database_url=database_url,
-        queue_url=queue_url,
-        data_dir=data_dir,
-        storage_dir=storage_dir,
-        worker_threads=worker_threads,
-    )
-    configure_logging(settings.log_level)
-    check_data(settings)
+    settings = service_settings(options, scores=True)
     parent = os.environ.get("PFLKIT_EVALUATOR_PARENT_PID")
     run_worker(settings, parent_pid=int(parent) if parent and parent.isdigit() else None)
 

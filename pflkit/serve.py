@@ -10,12 +10,12 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import click
 
-from evaluator.cli import _DATA, _DB, _QUEUE, _STORAGE, check_data, configure_logging, settings_from
+from evaluator.cli import _DATA, _DB, _QUEUE, _STORAGE, service_settings
 
 
 def _exit_on_signal(signum: int, _frame: FrameType | None) -> None:
@@ -48,36 +48,14 @@ def _exit_on_signal(signum: int, _frame: FrameType | None) -> None:
     default=True,
     help="serve the leaderboard pages (/leaderboard) from the same app (default: on)",
 )
-def serve(
-    host: str | None,
-    port: int | None,
-    database_url: str | None,
-    data_dir: Path | None,
-    storage_dir: Path | None,
-    queue_url: str | None,
-    embedded_worker: bool | None,
-    api_workers: int | None,
-    leaderboard: bool,
-) -> None:
+def serve(leaderboard: bool, **options: Any) -> None:
     """Run the evaluator service (API, leaderboard pages and, by default, one scoring worker)."""
     import uvicorn
 
     from evaluator.core.db import migrate
     from pflkit.app import create_api, create_app
 
-    settings = settings_from(
-        host=host,
-        port=port,
-        database_url=database_url,
-        data_dir=data_dir,
-        storage_dir=storage_dir,
-        queue_url=queue_url,
-        embedded_worker=embedded_worker,
-        api_workers=api_workers,
-    )
-    configure_logging(settings.log_level)
-    if settings.embedded_worker:
-        check_data(settings)
+    settings = service_settings(options, scores=None)
     migrate(settings.db_url)
     # uvicorn restores the previous handler after its graceful shutdown and raises the signal
     # again; with Python's default SIGTERM handler that killed the process before the embedded
