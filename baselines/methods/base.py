@@ -52,7 +52,8 @@ class Method(ABC):
     private: ClassVar[bool] = False
     #: the options dataclasses of the method (see :mod:`baselines.options`).
     option_classes: ClassVar[tuple[type, ...]] = ()
-    #: presets the method brings (name -> preset data, as in :mod:`baselines.presets`).
+    #: presets the method brings (name -> preset data, as in :mod:`baselines.presets`; the key
+    #: ``extends`` names a preset whose data this one starts from).
     presets: ClassVar[dict[str, dict[str, Any]]] = {}
 
     @classmethod

@@ -57,8 +57,7 @@ class FedProx(FullFineTuning):
     option_classes = (*FullFineTuning.option_classes, FedProxOptions)
     #: the ``fedavg`` recipe (10 rounds, 2 of 10 clients, AdamW lr 2e-4, FedAvg) with mu 0.01.
     presets: ClassVar[dict[str, dict[str, Any]]] = {
-        "fedprox": {"method": "fedprox", "strategy": "fedavg", "rounds": 10,
-                    "clients_per_round": 2, "lr": 2e-4, "fedprox_mu": 0.01},
+        "fedprox": {"extends": "fedavg", "method": "fedprox", "fedprox_mu": 0.01},
     }
 
     def __init__(self, frozen: tuple[str, ...] = (VISUAL_ENCODER,), *, mu: float = 0.01) -> None:
