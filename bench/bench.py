@@ -27,6 +27,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REFERENCE_BATCH_SIZE = 10
 REFERENCE_PAD_TO = 512
@@ -62,35 +63,29 @@ def reference_predict(model, processor, dataset) -> list[str]:
     return predictions
 
 
+def corpus_lines(records: Any) -> list[str]:
+    """A split's text as the model reads it (prompted questions, page words, answers)."""
+    lines = []
+    for record in records:
+        lines.append(f"question: {record['question']}  context: ")
+        lines.append(" ".join(record["ocr_tokens"]))
+        lines.extend(record["answers"])
+    return lines
+
+
 def random_tiny_checkpoint(data_dir: Path, out_dir: Path) -> Path:
     """A randomly initialised tiny VT5 with a tokenizer trained on the data's public corpus."""
-    import torch
-
     from benchmark.data import load_split
-    from benchmark.model import (
-        VT5ForConditionalGeneration,
-        VT5Processor,
-        load_tokenizer,
-        save_checkpoint,
-        tiny_vt5_config,
-        train_spiece_model,
-    )
+    from benchmark.model import save_checkpoint
+    from benchmark.model.random_init import random_tiny_model
 
     corpus = load_split(data_dir, "train") if (data_dir / "imdb_train.npy").is_file() else (
         load_split(data_dir / "public", "train")
     )
-    lines = []
-    for record in corpus:
-        lines.append(f"question: {record['question']}  context: ")
-        lines.append(" ".join(record["ocr_tokens"]))
-        lines.extend(record["answers"])
-    tokenizer_dir = out_dir / "tokenizer"
-    train_spiece_model(lines, tokenizer_dir / "spiece.model", vocab_size=4000, hard_vocab_limit=False)
-    tokenizer = load_tokenizer(tokenizer_dir)
-    config = tiny_vt5_config(len(tokenizer))
-    torch.manual_seed(0)
-    model = VT5ForConditionalGeneration(config)
-    processor = VT5Processor.from_config(tokenizer, config).with_spiece_model(tokenizer_dir)
+    model, processor = random_tiny_model(
+        corpus_lines(corpus), out_dir / "tokenizer", vocab_size=4000, seed=0,
+        hard_vocab_limit=False,
+    )  # fmt: skip
     return save_checkpoint(model, processor, out_dir / "random-tiny")
 
 

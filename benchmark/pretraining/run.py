@@ -6,8 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from benchmark.pretraining.recipe import PretrainingRecipe
 from benchmark.pretraining.trainer import latest_checkpoint
 
@@ -43,26 +41,19 @@ def _check_recipe(run_dir: Path, recipe: PretrainingRecipe) -> None:
 
 def new_model_and_processor(training: Any, run_dir: Path, recipe: PretrainingRecipe):
     """Train the tokenizer on the public corpus and build a randomly initialised tiny VT5."""
-    from benchmark.model import VT5ForConditionalGeneration, VT5Processor
-    from benchmark.model.presets import tiny_vt5_config
-    from benchmark.model.tokenizer import SPIECE_NAME, load_tokenizer, train_spiece_model
+    from benchmark.model.random_init import random_tiny_model
 
-    tokenizer_dir = run_dir / TOKENIZER_DIR
-    train_spiece_model(corpus_texts(training), tokenizer_dir / SPIECE_NAME,
-                       vocab_size=recipe.vocab_size)
-    tokenizer = load_tokenizer(tokenizer_dir)
-    config = tiny_vt5_config(
-        len(tokenizer),
+    return random_tiny_model(
+        corpus_texts(training),
+        run_dir / TOKENIZER_DIR,
+        vocab_size=recipe.vocab_size,
+        seed=recipe.seed,
         language_config=dict(recipe.language_config),
         visual_config=dict(recipe.visual_config),
         spatial_embedding_dim=recipe.spatial_embedding_dim,
         max_answer_tokens=recipe.max_answer_tokens,
         hidden_dropout_prob=0.0,
     )
-    torch.manual_seed(recipe.seed)
-    model = VT5ForConditionalGeneration(config)
-    processor = VT5Processor.from_config(tokenizer, config).with_spiece_model(tokenizer_dir)
-    return model, processor
 
 
 def open_run(public_dir: Path, run_dir: Path, recipe: PretrainingRecipe):

@@ -39,24 +39,18 @@ def tiny_base(tmp_path_factory: pytest.TempPathFactory, tiny_data: Path) -> Path
     300-piece tokenizer trained on the tiny benchmark's client texts.
     """
     from benchmark.data.reader import count_clients, load_split
-    from benchmark.model import (
-        VT5ForConditionalGeneration,
-        VT5Processor,
-        load_tokenizer,
-        save_checkpoint,
-        tiny_vt5_config,
-        train_spiece_model,
-    )
+    from benchmark.model import save_checkpoint
+    from benchmark.model.random_init import random_tiny_model
 
     root = tmp_path_factory.mktemp("base")
     texts: list[str] = []
     for client in range(count_clients(tiny_data)):
         for row in load_split(tiny_data, "train", client):
             texts.extend([row["question"], *row["answers"], " ".join(row["ocr_tokens"])])
-    train_spiece_model(texts, root / "tokenizer" / "spiece.model", vocab_size=300)
-    tokenizer = load_tokenizer(root / "tokenizer")
-    config = tiny_vt5_config(
-        len(tokenizer),
+    model, processor = random_tiny_model(
+        texts,
+        root / "tokenizer",
+        vocab_size=300,
         language_config={"d_model": 32, "d_kv": 8, "d_ff": 64, "num_layers": 1,
                          "num_decoder_layers": 1, "num_heads": 4},
         visual_config={"hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2,
@@ -65,6 +59,4 @@ def tiny_base(tmp_path_factory: pytest.TempPathFactory, tiny_data: Path) -> Path
         max_input_tokens=128,
         max_answer_tokens=8,
     )
-    processor = VT5Processor.from_config(tokenizer, config).with_spiece_model(root / "tokenizer")
-    model = VT5ForConditionalGeneration(config)
     return save_checkpoint(model, processor, root / "checkpoint")

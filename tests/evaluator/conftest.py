@@ -35,35 +35,27 @@ def _postgres_available() -> bool:
 @pytest.fixture(scope="session")
 def tiny_reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A randomly initialised tiny VT5 checkpoint directory (the organisers' reference)."""
-    from benchmark.model import (
-        VT5ForConditionalGeneration,
-        VT5Processor,
-        load_tokenizer,
-        save_checkpoint,
-        tiny_vt5_config,
-        train_spiece_model,
-    )
+    import torch
+
+    from benchmark.model import save_checkpoint
+    from benchmark.model.random_init import random_tiny_model
 
     root = tmp_path_factory.mktemp("reference")
     texts = [
         f"What is the invoice number? INV-{i:05d} total {i * 3.5:.2f} EUR ACME {i}"
         for i in range(300)
     ]
-    train_spiece_model(texts, root / "tokenizer" / "spiece.model", vocab_size=120)
-    tokenizer = load_tokenizer(root / "tokenizer")
     # Short answers keep scoring fast on 2 CPU cores.
-    config = tiny_vt5_config(len(tokenizer), max_answer_tokens=4)
-    import torch
-
-    torch.manual_seed(0)
-    model = VT5ForConditionalGeneration(config)
+    model, processor = random_tiny_model(
+        texts, root / "tokenizer", vocab_size=120, seed=0, ship_spiece=False, max_answer_tokens=4
+    )
     # Random weights answer "" (EOS or padding first); silencing both makes the model answer
     # something, so that scores on a hand-built split can be non-zero.
     with torch.no_grad():
         head = model.language_backbone.get_output_embeddings().weight
-        head[config.eos_token_id] = 0
-        head[config.pad_token_id] = 0
-    return save_checkpoint(model, VT5Processor.from_config(tokenizer, config), root / "model")
+        head[model.config.eos_token_id] = 0
+        head[model.config.pad_token_id] = 0
+    return save_checkpoint(model, processor, root / "model")
 
 
 def create_pg_database() -> str:

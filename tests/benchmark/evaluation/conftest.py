@@ -10,14 +10,8 @@ import torch
 
 from benchmark.data import load_split
 from benchmark.data.synthetic import generate_benchmark
-from benchmark.model import (
-    VT5ForConditionalGeneration,
-    VT5Processor,
-    load_tokenizer,
-    save_checkpoint,
-    tiny_vt5_config,
-    train_spiece_model,
-)
+from benchmark.model import save_checkpoint
+from benchmark.model.random_init import random_tiny_model
 
 
 @pytest.fixture(scope="session")
@@ -37,19 +31,16 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory, tiny_data: Path) -> Pat
         lines.append(f"question: {record['question']}  context: ")
         lines.append(" ".join(record["ocr_tokens"]))
         lines.extend(record["answers"])
-    directory = tmp_path_factory.mktemp("tokenizer")
-    train_spiece_model(lines, directory / "spiece.model", vocab_size=500)
-    tokenizer = load_tokenizer(directory)
-    config = tiny_vt5_config(
-        len(tokenizer),
+    model, processor = random_tiny_model(
+        lines,
+        tmp_path_factory.mktemp("tokenizer"),
+        vocab_size=500,
+        seed=0,
         language_config={"d_model": 64, "d_ff": 128, "num_layers": 1, "num_decoder_layers": 1,
                          "num_heads": 2},
         visual_config={"hidden_size": 32, "intermediate_size": 64},
         max_answer_tokens=6,
     )
-    processor = VT5Processor.from_config(tokenizer, config).with_spiece_model(directory)
-    torch.manual_seed(0)
-    model = VT5ForConditionalGeneration(config)
     with torch.no_grad():  # sharp cross-attention: untrained answers then depend on the page
         for block in model.language_backbone.decoder.block:
             block.layer[1].EncDecAttention.q.weight.mul_(10.0)
