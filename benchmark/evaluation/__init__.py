@@ -6,25 +6,10 @@ does not load torch.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from benchmark.lazy_exports import lazy_exports
 
-_EXPORTS = {
-    "DEFAULT_BATCH_SIZE": "benchmark.evaluation.loop",
-    "VisualTokenCache": "benchmark.evaluation.loop",
-    "default_cache_dir": "benchmark.evaluation.loop",
-    "evaluate": "benchmark.evaluation.loop",
-    "predict": "benchmark.evaluation.loop",
-    "score_predictions": "benchmark.evaluation.loop",
-    "EvaluationResult": "benchmark.evaluation.result",
-    "GroupScore": "benchmark.evaluation.result",
-    "Prediction": "benchmark.evaluation.result",
-}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'benchmark.evaluation' has no attribute {name!r}")
-    return getattr(importlib.import_module(_EXPORTS[name]), name)
+__all__, __getattr__ = lazy_exports(__name__, {
+    "loop": ("DEFAULT_BATCH_SIZE", "VisualTokenCache", "default_cache_dir", "evaluate", "predict",
+             "score_predictions"),
+    "result": ("EvaluationResult", "GroupScore", "Prediction"),
+})  # fmt: skip
