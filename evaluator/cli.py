@@ -89,7 +89,18 @@ def service_settings(options: dict[str, Any], *, scores: bool | None) -> Any:
     configure_logging(settings.log_level)
     if settings.embedded_worker if scores is None else scores:
         check_data(settings)
+        check_device(settings)
     return settings
+
+
+def check_device(settings: Any) -> None:
+    """Stop with a usage error unless the scoring device exists on this machine."""
+    from benchmark.model.device import resolve_device
+
+    try:
+        resolve_device(settings.device)
+    except ValueError as error:
+        raise click.UsageError(f"{error} (PFLKIT_EVALUATOR_DEVICE)") from None
 
 
 def check_data(settings: Any) -> None:
@@ -113,6 +124,17 @@ def check_data(settings: Any) -> None:
 @_QUEUE
 @_DATA
 @_STORAGE
+@click.option(
+    "--device",
+    default=None,
+    help="auto (CUDA when present, else CPU), cpu, cuda or cuda:N (env PFLKIT_EVALUATOR_DEVICE)",
+)
+@click.option(
+    "--precision",
+    type=click.Choice(["fp32", "bf16"]),
+    default=None,
+    help="fp32 (default) or bf16 autocast (env PFLKIT_EVALUATOR_PRECISION)",
+)
 @click.option(
     "--threads",
     "worker_threads",

@@ -67,6 +67,8 @@ class Scorer:
         images_dir: explicit images directory of the test split, if not next to the ``.npy``.
         cache_root: organiser-private directory for the tokenised test split (default: a
             temporary directory).
+        device: where the model runs (``auto``, ``cpu``, ``cuda``, ``cuda:N``).
+        precision: ``fp32`` or ``bf16``.
     """
 
     def __init__(
@@ -77,8 +79,12 @@ class Scorer:
         batch_size: int = 32,
         images_dir: Path | None = None,
         cache_root: Path | None = None,
+        device: str = "auto",
+        precision: str = "fp32",
     ) -> None:
         self.data_dir = Path(data_dir)
+        self.device_name = device
+        self.precision = precision
         self.reference_model = reference_model
         self.batch_size = batch_size
         self.images_dir = images_dir
@@ -118,9 +124,21 @@ class Scorer:
 
         return load_processor(self.reference_dir)
 
+    @cached_property
+    def device(self) -> Any:
+        """The torch device the model runs on.
+
+        Raises:
+            ValueError: the device is not one of this machine (e.g. ``cuda`` without a GPU).
+        """
+        from benchmark.model.device import resolve_device
+
+        return resolve_device(self.device_name)
+
     def prepare(self) -> None:
-        """Load the test split, the processor and the spec ahead of the first job."""
-        _ = self._test_split, self._processor, self.expected_spec
+        """Resolve the device and load the test split, the processor and the spec ahead of the
+        first job."""
+        _ = self.device, self._test_split, self._processor, self.expected_spec
 
     def build_model(self, checkpoint: Path) -> Any:
         """The reference VT5 architecture with the submission's (already validated) weights.
@@ -155,7 +173,7 @@ class Scorer:
         """
         from benchmark.evaluation import evaluate
 
-        model = self.build_model(checkpoint)
+        model = self.build_model(checkpoint).to(self.device)
         started = time.perf_counter()
         result = evaluate(
             model,
@@ -164,6 +182,7 @@ class Scorer:
             batch_size=self.batch_size,
             progress=False,
             cache_dir=self.cache_dir,
+            precision=self.precision,
         )
         seconds = time.perf_counter() - started
         inside = _breakdown(result, "in")

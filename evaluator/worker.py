@@ -98,6 +98,8 @@ class JobRunner:
             batch_size=settings.batch_size,
             images_dir=settings.images_dir,
             cache_root=settings.storage_dir,
+            device=settings.device,
+            precision=settings.precision,
         )
         #: scoring steps of the parts only some tracks need (``benchmark.tracks``), keyed by
         #: part: each reads its stored file and returns result columns. They run after the

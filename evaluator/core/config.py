@@ -57,6 +57,9 @@ class Settings(BaseSettings):
         max_messages_per_client_round: most messages per client and round in a log (a round
             holds at most ``2 * K`` times this many).
         lease_seconds: how long a worker owns a job without a heartbeat before it is re-queued.
+        device: where a scoring worker runs the model: ``auto`` (CUDA when torch sees a GPU,
+            else the CPU), ``cpu``, ``cuda`` or ``cuda:N`` (``benchmark.model.device``).
+        precision: ``fp32``, or ``bf16`` (autocast on the forward passes; not bit-compatible).
         torch_threads: intra-op threads of a scoring worker (0: torch's default). On a machine
             shared with other work, 1 avoids oversubscription (twice as fast here under load).
     """
@@ -99,6 +102,8 @@ class Settings(BaseSettings):
     embedded_worker: bool = True
     batch_size: int = Field(default=32, ge=1, le=4096)
     torch_threads: int = Field(default=0, ge=0, le=256)
+    device: str = Field(default="auto", pattern=r"^(auto|cpu|cuda(:[0-9]{1,2})?)$")
+    precision: Literal["fp32", "bf16"] = "fp32"
     log_level: str = "INFO"
 
     @field_validator("organiser_token")
