@@ -2,30 +2,29 @@
 
 Runs what a worker runs on one checkpoint, without the database: checkpoint validation (header,
 names/shapes/dtypes, finite values), building the model from the reference configuration, and
-the evaluation loop on the hidden test split, and prints the time of each step. The test split
-and processor are loaded first and timed apart (a worker loads them once at start-up).
+the evaluation loop on the hidden test split, and prints the time of each step. The settings are
+the worker's (``evaluator.cli.service_settings``: the command line over ``PFLKIT_EVALUATOR_*``),
+and so is the scorer (``Scorer.from_settings``). The test split and processor are loaded first
+and timed apart (a worker loads them once at start-up).
 """
 
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 from pathlib import Path
 
 import click
 
+from evaluator.cli import _DATA, service_settings
+
 
 @click.command()
-@click.option(
-    "--data",
-    "data_dir",
-    required=True,
-    type=click.Path(exists=True, path_type=Path),
-    help="benchmark directory with evaluator/imdb_test.npy",
-)
+@_DATA
 @click.option(
     "--model",
-    "reference",
+    "reference_model",
     default="base",
     show_default=True,
     help="reference model directory (or base)",
@@ -37,32 +36,37 @@ import click
     help="submitted model.safetensors (default: the reference's own weights)",
 )
 @click.option("--batch-size", default=32, show_default=True)
-@click.option("--threads", default=0, show_default=True, help="torch threads (0: default)")
-def main(
-    data_dir: Path, reference: str, checkpoint: Path | None, batch_size: int, threads: int
-) -> None:
+@click.option("--threads", "torch_threads", default=0, show_default=True,
+              help="torch threads (0: default)")  # fmt: skip
+@click.option("--device", default=None, help="auto (default), cpu, cuda or cuda:N")
+def main(checkpoint: Path | None, **options: object) -> None:
     """Time the validation and scoring of one checkpoint."""
-    if threads:
+    settings = service_settings(options, scores=True)
+    if settings.torch_threads:
         import torch
 
-        torch.set_num_threads(threads)
+        torch.set_num_threads(settings.torch_threads)
     from evaluator.scoring import Scorer
     from evaluator.validation.checkpoint import validate_checkpoint
 
     timings: dict[str, float] = {}
     started = time.perf_counter()
-    scorer = Scorer(data_dir, reference_model=reference, batch_size=batch_size)
-    scorer.prepare()
-    timings["worker_start_up_s"] = time.perf_counter() - started
-    checkpoint = checkpoint or scorer.reference_dir / "model.safetensors"
-    started = time.perf_counter()
-    header = validate_checkpoint(
-        checkpoint, scorer.expected_spec, max_header_bytes=16 * 2**20, max_tensors=100_000
-    )
-    timings["validation_s"] = time.perf_counter() - started
-    started = time.perf_counter()
-    scores = scorer.score(checkpoint)
-    timings["model_and_evaluation_s"] = time.perf_counter() - started
+    with tempfile.TemporaryDirectory(prefix="pflkit-scorebench-") as cache:
+        scorer = Scorer.from_settings(settings, cache_root=Path(cache))
+        scorer.prepare()
+        timings["worker_start_up_s"] = time.perf_counter() - started
+        checkpoint = checkpoint or scorer.reference_dir / "model.safetensors"
+        started = time.perf_counter()
+        header = validate_checkpoint(
+            checkpoint,
+            scorer.expected_spec,
+            max_header_bytes=settings.max_header_bytes,
+            max_tensors=settings.max_tensors,
+        )
+        timings["validation_s"] = time.perf_counter() - started
+        started = time.perf_counter()
+        scores = scorer.score(checkpoint)
+        timings["model_and_evaluation_s"] = time.perf_counter() - started
     timings["evaluation_loop_s"] = scores.seconds
     result = {
         "questions": scores.n,

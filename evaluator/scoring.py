@@ -90,6 +90,28 @@ class Scorer:
         self.images_dir = images_dir
         self.cache_dir = private_cache_dir(cache_root)
 
+    @classmethod
+    def from_settings(cls, settings: Any, *, cache_root: Path | None = None) -> Scorer:
+        """The scorer a worker with these settings uses.
+
+        Args:
+            settings: the service settings (data, reference model, batch size, device...).
+            cache_root: where the tokenised test split is cached (default: the storage
+                directory).
+
+        Returns:
+            The scorer.
+        """
+        return cls(
+            settings.data_dir,
+            reference_model=settings.reference_model,
+            batch_size=settings.batch_size,
+            images_dir=settings.images_dir,
+            cache_root=cache_root or settings.storage_dir,
+            device=settings.device,
+            precision=settings.precision,
+        )
+
     @cached_property
     def clients(self) -> int:
         """K, the number of federated clients of the benchmark (``benchmark.json``)."""

@@ -92,15 +92,7 @@ class JobRunner:
         self.settings = settings
         self.queue = queue
         self.store = SubmissionStore(settings.storage_dir)
-        self.scorer = scorer or Scorer(
-            settings.data_dir,
-            reference_model=settings.reference_model,
-            batch_size=settings.batch_size,
-            images_dir=settings.images_dir,
-            cache_root=settings.storage_dir,
-            device=settings.device,
-            precision=settings.precision,
-        )
+        self.scorer = scorer or Scorer.from_settings(settings)
         #: scoring steps of the parts only some tracks need (``benchmark.tracks``), keyed by
         #: part: each reads its stored file and returns result columns. They run after the
         #: checks every track shares and before the costly test-set scoring; a new track's
