@@ -1,6 +1,7 @@
 """Where a model runs and at which precision: one place for `--device` and `--precision`.
 
-`pflkit evaluate`, `pflkit train` and the scoring worker take the same two options. The default
+`pflkit evaluate` and the scoring worker (`pflkit worker`) take the same two options; `pflkit
+train` runs on the CPU (its engine has no device handling yet). The default
 device is CUDA when torch sees a GPU, else the CPU; the default precision is fp32, which gives
 the same answers on every device up to float rounding. bf16 is `torch.autocast` around the
 forward passes (weights stay fp32): faster on GPUs with bf16 units, not bit-compatible.
