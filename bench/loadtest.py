@@ -237,7 +237,11 @@ def _parse_wrk(output: str) -> dict[str, object]:
 
 
 async def _wrk(url: str, token: str, *, connections: int, seconds: int) -> dict[str, object]:
-    """Run wrk (2 threads) against ``url`` and parse its report."""
+    """Run wrk (2 threads) against ``url`` and parse its report (skipped when not installed)."""
+    import shutil
+
+    if shutil.which("wrk") is None:
+        return {"tool": "wrk", "skipped": "wrk is not installed (apt-get install wrk)"}
     process = await asyncio.create_subprocess_exec(
         "wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s", "--latency",
         "-H", f"Authorization: Bearer {token}", url,
