@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup demo test test-slow lint bench clean
+.PHONY: setup demo test test-slow lint bench bench-api-fuzz clean
 
 setup: $(STAMP)
 
@@ -41,11 +41,18 @@ lint: setup
 	$(BIN)/ruff check .
 
 # Speed figures, printed (not asserted): evaluation loop vs the starter kit's, scoring one
-# submission, and the evaluator's status endpoint under concurrent load.
+# submission, the evaluator's status endpoint under concurrent load during uploads (also with
+# wrk when installed), and the leaderboard with 10,000 submissions.
 bench: setup
 	$(BIN)/python -m bench.bench --data $(BENCH_DATA)
 	$(BIN)/python -m bench.scorebench --data $(BENCH_DATA) --model base --threads 1
-	$(BIN)/python -m bench.loadtest --requests 3000 --concurrency 32
+	$(BIN)/python -m bench.loadtest --requests 6000 --concurrency 100,200 --uploaders 2 \
+		--api-workers 2 --wrk 10
+	$(BIN)/python -m bench.loadbench --submissions 10000 --repeat 10 --no-browser
+
+# Schemathesis over the OpenAPI spec as a participant and an organiser: requests and 5xx.
+bench-api-fuzz: setup
+	$(BIN)/python -m bench.apifuzz --max-examples 100
 
 $(BENCH_DATA)/benchmark.json: | setup
 	$(BIN)/pflkit data generate --scale mini --seed 0 --out $(BENCH_DATA) --overwrite

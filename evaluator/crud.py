@@ -19,6 +19,7 @@ from evaluator.core.security import hash_token, new_token
 from evaluator.models import (
     NOT_COUNTED_IN_QUOTA,
     TERMINAL,
+    BoardVersion,
     OrganiserSession,
     Status,
     Submission,
@@ -90,6 +91,36 @@ def team_by_token(session: Session, *, token: str) -> Team | None:
 def lock_team(session: Session, *, team_id: int) -> None:
     """Serialise one team's uploads: update its row (PostgreSQL row lock, SQLite write lock)."""
     session.execute(update(Team).where(Team.id == team_id).values(upload_seq=Team.upload_seq + 1))
+
+
+def lock_checkpoint(session: Session, *, model_sha256: str) -> None:
+    """Serialise the copy checks of one checkpoint until the caller's transaction ends.
+
+    Two teams uploading the same checkpoint at the same instant lock different team rows, so
+    on PostgreSQL both copy checks could run before either row is committed, and both pass. A
+    transaction-level advisory lock keyed by the hash makes the second check wait for the
+    first upload's commit (and then see it). SQLite needs none: the transaction's first write
+    (``lock_team``) takes the database's write lock, which serialises every upload already.
+    Take it before ``lock_team`` (one lock order everywhere: checkpoint, team, board version).
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(select(func.pg_advisory_xact_lock(int(model_sha256[:15], 16))))
+
+
+def board_changed(session: Session) -> None:
+    """Advance the leaderboard's version in the caller's transaction (every submission change).
+
+    The pages cached for the old version are stale once the transaction commits. Called last
+    in a transaction's writes, so its row lock is held only until the commit.
+    """
+    session.execute(
+        update(BoardVersion).where(BoardVersion.id == 1).values(version=BoardVersion.version + 1)
+    )
+
+
+def board_version(session: Session) -> int:
+    """The leaderboard's current version (read it before the rows it keys)."""
+    return int(session.scalar(select(BoardVersion.version).where(BoardVersion.id == 1)) or 0)
 
 
 def day_start(now: dt.datetime) -> dt.datetime:
@@ -175,6 +206,7 @@ def reserve_submission(
         )
     )
     session.flush()
+    board_changed(session)
     return submission
 
 
@@ -183,6 +215,8 @@ def delete_submission(session: Session, *, submission_id: str) -> None:
     row = session.get(Submission, submission_id)
     if row is not None:
         session.delete(row)
+        session.flush()
+        board_changed(session)
 
 
 def transition(
@@ -246,6 +280,7 @@ def transition(
             worker=worker,
         )
     )
+    board_changed(session)
     return True
 
 
@@ -310,6 +345,7 @@ def claim(session: Session, *, submission_id: str, worker: str, lease_seconds: f
             worker=worker,
         )
     )
+    board_changed(session)
     return True
 
 
@@ -462,6 +498,7 @@ def set_flags(
             detail=f"{action} by {organiser}" + (f": {reason}" if reason else ""),
         )
     )
+    board_changed(session)
     return True
 
 
@@ -517,6 +554,7 @@ def requeue_expired(
             detail=detail,
         )
     )
+    board_changed(session)
     return target
 
 

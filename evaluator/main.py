@@ -6,6 +6,7 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
+from anyio import to_thread
 from fastapi import APIRouter, FastAPI
 from sqlalchemy import select
 
@@ -29,7 +30,8 @@ def _ensure_organiser_token(settings: Settings) -> None:
     if settings.organiser_token is None:
         return
     digest = hash_token(settings.organiser_token.get_secret_value())
-    with session_factory(settings.db_url)() as session, session.begin():
+    sessions = session_factory(settings.db_url, pool_size=settings.api_threads)
+    with sessions() as session, session.begin():
         if session.scalar(select(Team).where(Team.token_hash == digest)) is not None:
             return
         team = session.scalar(select(Team).where(Team.name == ORGANISER_TEAM))
@@ -69,6 +71,8 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Blocking steps run in this many threads; the database pool has a connection for each.
+        to_thread.current_default_thread_limiter().total_tokens = settings.api_threads
         if migrate_database:
             migrate(settings.db_url)
         _ensure_organiser_token(settings)
@@ -82,7 +86,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.settings = settings
-    app.state.sessions = session_factory(settings.db_url)
+    app.state.sessions = session_factory(settings.db_url, pool_size=settings.api_threads)
     app.state.store = SubmissionStore(settings.storage_dir)
     app.state.queue = TaskQueue(settings.queue, name=settings.queue_name)
     app.state.throttle = FailedAuthThrottle(

@@ -197,6 +197,16 @@ class OrganiserSession(Base):
 TrackNumber = Literal[tuple(sorted(TRACKS))]  # type: ignore[valid-type]
 
 
+class BoardVersion(Base):
+    """One row whose ``version`` grows with every change to a submission, in the change's own
+    transaction: the leaderboard's pages are cached per version (``evaluator.crud``)."""
+
+    __tablename__ = "board_version"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    version: Mapped[int] = mapped_column(BigInteger)
+
+
 class SubmissionMetadata(BaseModel):
     """The ``metadata`` part of an upload (``submission.json`` of a run directory)."""
 

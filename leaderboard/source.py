@@ -75,13 +75,3 @@ def load_rows(session: Session, *, track: int | None = None) -> list[Row]:
 def load_submission(session: Session, *, submission_id: str) -> Submission | None:
     """One submission with its team and events (for the detail page), or None."""
     return crud.get_submission(session, submission_id=submission_id)
-
-
-def fingerprint(session: Session) -> tuple[int, str]:
-    """A cheap value that changes whenever a submission changes (plot cache key)."""
-    from sqlalchemy import func
-
-    count, latest = session.execute(
-        select(func.count(Submission.id), func.max(Submission.updated_at))
-    ).one()
-    return int(count or 0), str(latest)

@@ -9,20 +9,28 @@ Organiser actions: ``POST /api/v1/leaderboard/submissions/{id}/{action}`` with t
 bearer token, or the organiser page's forms (an opaque, expiring session id in a Secure,
 HTTP-only, strict same-site cookie). Authentication is ``evaluator.api.deps``'s; every write goes
 through ``evaluator.crud`` (flags, re-score, sessions).
+
+The public views (page, plots, exports) are cached per board version (``leaderboard.cache``):
+one cheap query per request while nothing changes, rebuilt after a score lands or an
+organiser acts. They take no session dependency: one worker thread and one short session each.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import threading
+import os
+from collections.abc import Callable, Hashable
+from functools import lru_cache
 from pathlib import Path as FilePath
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Path, Query, Request, status
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.orm import Session
 
+from benchmark.info import benchmark_json_files
 from benchmark.tracks import TRACKS
 from evaluator import crud
 from evaluator.api.deps import (
@@ -37,7 +45,8 @@ from evaluator.models import Submission, Team
 from evaluator.validation.privacy import VERIFICATION_COVERS, VERIFICATION_DOES_NOT_COVER
 from leaderboard import formatting, plots, source
 from leaderboard.board import Board, as_json, build_board, csv_text
-from leaderboard.threshold import track1_threshold
+from leaderboard.cache import VersionedCache
+from leaderboard.threshold import THRESHOLD_ENV, track1_threshold
 
 PACKAGE_DIR = FilePath(__file__).resolve().parent
 TRACK_CHOICES = " or ".join(f"{number} ({track.name})" for number, track in sorted(TRACKS.items()))
@@ -49,23 +58,51 @@ templates.env.filters.update(
     bytes=formatting.human_bytes, score=formatting.score, when=formatting.when
 )
 _STYLE = (PACKAGE_DIR / "static" / "style.css").read_bytes()
-_plot_cache: dict[tuple[Any, ...], bytes] = {}
-_plot_lock = threading.Lock()
+_cache = VersionedCache()
 
 SessionDep = Annotated[Session, Depends(get_session)]
 
 
+def _threshold(settings: Any) -> tuple[float, str]:
+    """The track-1 threshold, read again only when its file or variable changed."""
+    data_dir = getattr(settings, "data_dir", None)
+    stamp: list[Any] = [os.environ.get(THRESHOLD_ENV)]
+    if data_dir is not None:
+        stamp.extend((str(path), path.stat().st_mtime_ns) for path in benchmark_json_files(data_dir))
+    return _threshold_at(data_dir, tuple(stamp))
+
+
+@lru_cache(maxsize=8)
+def _threshold_at(data_dir: Any, _stamp: tuple[Any, ...]) -> tuple[float, str]:
+    return track1_threshold(data_dir)
+
+
 def _board(request: Request, session: Session, *, all_submissions: bool, public: bool) -> Board:
-    """Rank the database's submissions with the app's threshold."""
+    """Rank the database's submissions with the app's threshold (cached per board version)."""
     settings = request.app.state.settings
-    threshold, origin = track1_threshold(getattr(settings, "data_dir", None))
-    return build_board(
-        source.load_rows(session),
-        threshold=threshold,
-        threshold_source=origin,
-        all_submissions=all_submissions,
-        public=public,
-    )
+    threshold, origin = _threshold(settings)
+
+    def build() -> Board:
+        return build_board(
+            source.load_rows(session),
+            threshold=threshold,
+            threshold_source=origin,
+            all_submissions=all_submissions,
+            public=public,
+        )
+
+    version = crud.board_version(session)  # first: the rows read after it are no older
+    key = (settings.db_url, version, threshold, "board", all_submissions, public)
+    return _cache.get(key, build)
+
+
+def _view(request: Request, name: Hashable, render: Callable[[Session], bytes]) -> bytes:
+    """A public view's body from the cache, rendered with one short session when missing."""
+    settings = request.app.state.settings
+    with request.app.state.sessions() as session:
+        version = crud.board_version(session)
+        key = (settings.db_url, version, _threshold(settings)[0], name)
+        return _cache.get(key, lambda: render(session))
 
 
 OrganiserDep = Annotated[Team, Depends(require_organiser)]
@@ -80,17 +117,18 @@ def style() -> Response:
 
 
 @router.get("/leaderboard", response_class=HTMLResponse)
-def leaderboard_page(
-    request: Request, session: SessionDep, all: bool = Query(False, alias="all")
-) -> HTMLResponse:
+def leaderboard_page(request: Request, all: bool = Query(False, alias="all")) -> HTMLResponse:
     """Both tracks: ranked tables, plots and the unranked submissions with reasons."""
-    board = _board(request, session, all_submissions=all, public=True)
-    context = {
-        "board": board,
-        "covers": VERIFICATION_COVERS,
-        "does_not_cover": VERIFICATION_DOES_NOT_COVER,
-    }
-    return templates.TemplateResponse(request, "leaderboard.html", context)
+
+    def render(session: Session) -> bytes:
+        context = {
+            "board": _board(request, session, all_submissions=all, public=True),
+            "covers": VERIFICATION_COVERS,
+            "does_not_cover": VERIFICATION_DOES_NOT_COVER,
+        }
+        return templates.get_template("leaderboard.html").render(context).encode()
+
+    return HTMLResponse(_view(request, ("leaderboard.html", all), render))
 
 
 @router.get("/leaderboard/submissions/{submission_id}", response_class=HTMLResponse)
@@ -112,31 +150,19 @@ def submission_page(request: Request, submission_id: str, session: SessionDep) -
     return templates.TemplateResponse(request, "submission.html", context)
 
 
-def _plot(request: Request, session: Session, track: int) -> bytes:
-    """The track's plot, rendered again only when a submission or the threshold changed."""
-    settings = request.app.state.settings
-    threshold, _ = track1_threshold(getattr(settings, "data_dir", None))
-    key = (str(settings.db_url), track, threshold, source.fingerprint(session))
-    with _plot_lock:
-        if key in _plot_cache:
-            return _plot_cache[key]
+def _plot(session: Session, request: Request, track: int) -> bytes:
+    """The track's plot (rendered once per board version)."""
     board = _board(request, session, all_submissions=True, public=True)
-    image = plots.track_png(board.tracks[track])
-    with _plot_lock:
-        _plot_cache.clear() if len(_plot_cache) > 16 else None
-        _plot_cache[key] = image
-    return image
+    return plots.track_png(board.tracks[track])
 
 
 @router.get("/leaderboard/plots/track{track}.png", include_in_schema=False)
 def plot(
-    request: Request,
-    track: Annotated[int, Path(ge=min(TRACKS), le=max(TRACKS))],
-    session: SessionDep,
+    request: Request, track: Annotated[int, Path(ge=min(TRACKS), le=max(TRACKS))]
 ) -> Response:
     """Track 1: ANLS against bytes (log) with the threshold; track 2: ANLS against epsilon."""
     return Response(
-        _plot(request, session, track),
+        _view(request, ("plot", track), lambda session: _plot(session, request, track)),
         media_type="image/png",
         headers={"Cache-Control": "no-cache"},
     )
@@ -145,26 +171,32 @@ def plot(
 @router.get("/api/v1/leaderboard")
 def leaderboard_json(
     request: Request,
-    session: SessionDep,
     track: int = Query(..., ge=min(TRACKS), le=max(TRACKS), description=TRACK_CHOICES),
     all: bool = Query(False, description="every submission, not only each team's best"),
-) -> dict[str, Any]:
+) -> Response:
     """One track's ranking as JSON."""
-    board = _board(request, session, all_submissions=all, public=True)
-    return as_json(board, track=track)
+
+    def render(session: Session) -> bytes:
+        board = _board(request, session, all_submissions=all, public=True)
+        return JSONResponse(jsonable_encoder(as_json(board, track=track))).body
+
+    return Response(_view(request, ("json", track, all), render), media_type="application/json")
 
 
 @router.get("/api/v1/leaderboard.csv")
 def leaderboard_csv(
     request: Request,
-    session: SessionDep,
     track: int | None = Query(None, ge=min(TRACKS), le=max(TRACKS), description="one track only"),
     all: bool = Query(False, description="every submission, not only each team's best"),
 ) -> Response:
     """Both tracks (or one) as CSV, one line per table entry (pandas)."""
-    board = _board(request, session, all_submissions=all, public=True)
+
+    def render(session: Session) -> bytes:
+        board = _board(request, session, all_submissions=all, public=True)
+        return csv_text(board, track=track).encode()
+
     return Response(
-        csv_text(board, track=track),
+        _view(request, ("csv", track, all), render),
         media_type="text/csv",
         headers={"Content-Disposition": 'attachment; filename="leaderboard.csv"'},
     )

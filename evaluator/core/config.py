@@ -18,6 +18,8 @@ MIB = 1024 * 1024
 # Hard ceilings no configuration may exceed: a checkpoint of the real VT5-base in fp32 is ~1.3 GB.
 MAX_MODEL_BYTES_CEILING = 8 * 1024 * MIB
 MAX_HEADER_BYTES_CEILING = 100 * MIB
+# Threads of one API process for blocking work (database, file checks), and so its connections.
+DEFAULT_API_THREADS = 16
 PLACEHOLDER_TOKENS = {
     "changeme",
     "change-me",
@@ -49,6 +51,10 @@ class Settings(BaseSettings):
         session_cookie_secure: mark the session cookie ``Secure`` (sent over HTTPS only; keep
             it on unless the pages are served over plain HTTP on a private network).
         api_workers: uvicorn processes serving the API.
+        api_threads: threads of one API process for blocking work (database queries, upload
+            checks); its database pool holds as many connections, so no request waits for one.
+            On PostgreSQL, ``api_workers x (api_threads + 4)`` plus the workers' connections
+            must stay below the server's ``max_connections`` (100 by default).
         daily_quota: submissions per team per UTC day (failed and rejected ones do not count).
         copy_policy: what happens to an upload whose checkpoint (SHA-256) repeats another
             team's live submission: ``refuse`` (409) or ``flag`` (accepted, marked for the
@@ -99,6 +105,7 @@ class Settings(BaseSettings):
     retry_delay_seconds: float = Field(default=10.0, ge=0)
     worker_threads: int = Field(default=1, ge=1, le=64)
     api_workers: int = Field(default=1, ge=1, le=64)
+    api_threads: int = Field(default=DEFAULT_API_THREADS, ge=1, le=256)
     embedded_worker: bool = True
     batch_size: int = Field(default=32, ge=1, le=4096)
     torch_threads: int = Field(default=0, ge=0, le=256)

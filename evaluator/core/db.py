@@ -9,18 +9,31 @@ from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import QueuePool
+
+from evaluator.core.config import DEFAULT_API_THREADS
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+# PostgreSQL connections beyond the pool: dependency clean-up runs outside the thread limit.
+PG_POOL_OVERFLOW = 4
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, *, pool_size: int = DEFAULT_API_THREADS) -> Engine:
     """Create an engine for a SQLite file or a PostgreSQL server.
 
-    SQLite gets a busy timeout and WAL journal so the API, the embedded worker and the CLI can
-    share one file; PostgreSQL gets pre-ping so a restarted server is survived.
+    The pool is sized from the API's thread pool: every blocking step of a request (and so every
+    connection checkout) runs in one of ``pool_size`` threads, so a thread never waits for a
+    connection held by a request that itself waits for a thread. SQLite connections are local
+    file handles, so its pool may grow past that size instead of making anyone wait; PostgreSQL
+    gets a few connections of headroom (dependency clean-up runs outside the thread limit) and a
+    server whose ``max_connections`` bounds ``API processes x (pool_size + overflow)``.
+
+    SQLite also gets a busy timeout and WAL journal so the API, the embedded worker and the CLI
+    can share one file; PostgreSQL gets pre-ping so a restarted server is survived.
 
     Args:
         url: SQLAlchemy URL (``sqlite:///file.db`` or ``postgresql://...``).
+        pool_size: connections kept open (the API's ``api_threads``).
 
     Returns:
         The engine.
@@ -31,7 +44,13 @@ def make_engine(url: str) -> Engine:
         path = url.split(":///", 1)[-1]
         if path:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        engine = create_engine(
+            url,
+            connect_args={"timeout": 30, "check_same_thread": False},
+            poolclass=QueuePool,
+            pool_size=pool_size,
+            max_overflow=-1,
+        )
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
@@ -42,18 +61,20 @@ def make_engine(url: str) -> Engine:
             cursor.close()
 
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    return create_engine(
+        url, pool_pre_ping=True, pool_size=pool_size, max_overflow=PG_POOL_OVERFLOW
+    )
 
 
 @lru_cache(maxsize=8)
-def get_engine(url: str) -> Engine:
-    """One shared engine per URL and process."""
-    return make_engine(url)
+def get_engine(url: str, pool_size: int = DEFAULT_API_THREADS) -> Engine:
+    """One shared engine per URL, pool size and process."""
+    return make_engine(url, pool_size=pool_size)
 
 
-def session_factory(url: str) -> sessionmaker[Session]:
+def session_factory(url: str, *, pool_size: int = DEFAULT_API_THREADS) -> sessionmaker[Session]:
     """A session factory bound to the shared engine of ``url``."""
-    return sessionmaker(bind=get_engine(url), expire_on_commit=False)
+    return sessionmaker(bind=get_engine(url, pool_size), expire_on_commit=False)
 
 
 @contextmanager

@@ -86,3 +86,35 @@ def test_flag_policy_accepts_and_marks_the_copy(teams: dict, tmp_path: Path, set
     with session_scope(settings.db_url) as session:
         detail = crud.get_submission(session, submission_id=row.id).events[-1].detail
     assert detail == f"upload complete; flagged: identical checkpoint to submission {original}"
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_two_teams_racing_the_same_checkpoint_on_postgresql(
+    live_server: LiveServer, teams: dict, tmp_path: Path, settings
+) -> None:  # type: ignore[no-untyped-def]
+    """Uploads of one checkpoint by two teams at the same instant: exactly one is accepted."""
+    import threading
+
+    for attempt in range(3):  # the quota is 3, and refused copies use none
+        model = small_safetensors(tmp_path / f"r{attempt}.safetensors", variant=attempt)
+        payload = model.read_bytes()
+        barrier = threading.Barrier(2)
+        codes: dict[str, int] = {}
+
+        def send(team: str, payload: bytes = payload, barrier=barrier, codes=codes) -> None:  # type: ignore[no-untyped-def]
+            barrier.wait()
+            codes[team] = upload(live_server.url, teams[team], model=payload).status_code
+
+        racers = [threading.Thread(target=send, args=(team,)) for team in ("alpha", "beta")]
+        for racer in racers:
+            racer.start()
+        for racer in racers:
+            racer.join(timeout=60)
+        assert sorted(codes.values()) == [202, 409], codes
+        with session_scope(settings.db_url) as session:
+            live = session.scalars(
+                select(Submission.id).where(
+                    Submission.model_sha256 == hashlib.sha256(payload).hexdigest()
+                )
+            ).all()
+        assert len(live) == 1

@@ -7,14 +7,23 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Query, Request, status
+from fastapi import APIRouter, HTTPException, Query, Request, Response, status
 from pydantic import ValidationError
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from benchmark.tracks import get_track, track_numbers, tracks_needing
 from evaluator import crud
-from evaluator.api.deps import CurrentTeam, Organiser, QueueDep, SessionDep, SettingsDep, StoreDep
+from evaluator.api.deps import (
+    BearerDep,
+    CurrentTeam,
+    Organiser,
+    QueueDep,
+    SessionDep,
+    SettingsDep,
+    StoreDep,
+    read_as_team,
+)
 from evaluator.benchmark_info import clients_of
 from evaluator.core.config import Settings
 from evaluator.models import (
@@ -24,6 +33,7 @@ from evaluator.models import (
     SubmissionList,
     SubmissionMetadata,
     SubmissionPublic,
+    Team,
 )
 from evaluator.storage import (
     FILENAMES,
@@ -193,14 +203,15 @@ def _mark_queued(
 ) -> None:
     """Apply the copy policy, fill in the row from the metadata and move it to ``queued``.
 
-    The team's row is locked first (as for the quota), so two identical uploads of one team
-    cannot both pass the copy check.
+    The checkpoint's hash is locked first, then the team's row (as for the quota), so two
+    identical uploads, of one team or of two, cannot both pass the copy check.
 
     Raises:
         CopyRefused: the checkpoint repeats an earlier live submission.
     """
     model = store.file(submission_id, "model")
     with sessions() as session, session.begin():
+        crud.lock_checkpoint(session, model_sha256=model_sha256)
         crud.lock_team(session, team_id=team_id)
         copy_of = _copy_policy(session, submission_id=submission_id, team_id=team_id,
                                track=metadata.track, model_sha256=model_sha256,
@@ -317,29 +328,42 @@ def _visible(row: Submission | None, team: Any) -> Submission:
     return row
 
 
+def _json(model: SubmissionPublic | SubmissionList) -> Response:
+    """The view as JSON (already validated: FastAPI's second validation pass is skipped)."""
+    return Response(model.model_dump_json(), media_type="application/json")
+
+
 @router.get("/{submission_id}", response_model=SubmissionPublic, name="get_submission")
-def get_submission(submission_id: str, team: CurrentTeam, session: SessionDep) -> SubmissionPublic:
+async def get_submission(submission_id: str, request: Request, credentials: BearerDep) -> Response:
     """Status, transitions and results of one submission (its team or an organiser)."""
-    row = _visible(crud.get_submission(session, submission_id=submission_id), team)
-    return SubmissionPublic.from_row(row, full_precision=team.is_organiser)
+
+    def read(session: Session, team: Team) -> SubmissionPublic:
+        row = _visible(crud.get_submission(session, submission_id=submission_id), team)
+        return SubmissionPublic.from_row(row, full_precision=team.is_organiser)
+
+    return _json(await read_as_team(request, credentials, read))
 
 
 @router.get("", response_model=SubmissionList)
-def list_submissions(
-    team: CurrentTeam,
-    session: SessionDep,
+async def list_submissions(
+    request: Request,
+    credentials: BearerDep,
     limit: int = Query(100, ge=1, le=1000),
     offset: int = Query(0, ge=0, le=1_000_000),
     all_teams: bool = Query(False, description="organisers: every team's"),
-) -> SubmissionList:
+) -> Response:
     """The caller's submissions, newest first (every team's for an organiser with all_teams)."""
-    team_id = None if (all_teams and team.is_organiser) else team.id
-    rows = crud.list_submissions(session, team_id=team_id, limit=limit, offset=offset)
-    return SubmissionList(
-        submissions=[
-            SubmissionPublic.from_row(row, full_precision=team.is_organiser) for row in rows
-        ]
-    )
+
+    def read(session: Session, team: Team) -> SubmissionList:
+        team_id = None if (all_teams and team.is_organiser) else team.id
+        rows = crud.list_submissions(session, team_id=team_id, limit=limit, offset=offset)
+        return SubmissionList(
+            submissions=[
+                SubmissionPublic.from_row(row, full_precision=team.is_organiser) for row in rows
+            ]
+        )
+
+    return _json(await read_as_team(request, credentials, read))
 
 
 @router.post(
