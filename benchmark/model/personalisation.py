@@ -18,7 +18,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -255,17 +255,21 @@ def personalisation_delta(
 
 
 def write_personalisations(
-    directory: str | Path, personal: Mapping[int, Mapping[str, torch.Tensor]], clients: int
+    directory: str | Path,
+    personal: Mapping[int, Mapping[str, torch.Tensor]]
+    | Callable[[int], Mapping[str, torch.Tensor]],
+    clients: int,
 ) -> Path:
     """Write ``client_{k}.safetensors`` for k = 0..K-1 into a directory, atomically.
 
     The files go to a staging directory next to the target, which then replaces it: the
-    directory is complete or absent. A client missing from ``personal`` gets an empty file
-    (the global model).
+    directory is complete or absent. A client missing from a mapping gets an empty file (the
+    global model); a function is called once per client, in order, so one client's tensors are
+    in memory at a time.
 
     Args:
         directory: the target (``RUN_DIR/personal``).
-        personal: client -> replacement tensors by checkpoint name.
+        personal: client -> replacement tensors by checkpoint name (a mapping or a function).
         clients: K.
 
     Returns:
@@ -276,15 +280,13 @@ def write_personalisations(
     """
     from safetensors.torch import save
 
-    outside = sorted(set(personal) - set(range(clients)))
-    if outside:
-        raise ValueError(f"client(s) {outside} are not in 0..{clients - 1}")
+    tensors_of = _tensors_of(personal, clients)
     directory = Path(directory)
     directory.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
     try:
         for client in range(clients):
-            tensors = {n: t.contiguous() for n, t in personal.get(client, {}).items()}
+            tensors = {n: t.contiguous() for n, t in tensors_of(client).items()}
             write_bytes(staging / personal_file_name(client), save(tensors))
         old = directory.with_name(f".{directory.name}.old-{os.getpid()}")
         if directory.exists():
@@ -295,3 +297,17 @@ def write_personalisations(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return directory
+
+
+def _tensors_of(
+    personal: Mapping[int, Mapping[str, torch.Tensor]]
+    | Callable[[int], Mapping[str, torch.Tensor]],
+    clients: int,
+) -> Callable[[int], Mapping[str, torch.Tensor]]:
+    """client -> tensors, from a mapping (checked against 0..K-1) or a function."""
+    if not isinstance(personal, Mapping):
+        return personal
+    outside = sorted(set(personal) - set(range(clients)))
+    if outside:
+        raise ValueError(f"client(s) {outside} are not in 0..{clients - 1}")
+    return lambda client: personal.get(client, {})
