@@ -70,6 +70,8 @@ def write_submission(
     personal = None
     if personal_model is not None:
         personal = write_personal(run_dir, method, exported, personal_model, num_clients)
+        after = [r for r in log.records if r.federated_round > config.rounds]
+        personal["log_round"] = config.rounds + 1 if after else None
     directions = log.bytes_by_direction()
     sizes = sorted({record.amount_of_bytes for record in log.records})
     last = metrics[-1] if metrics else {}

@@ -97,9 +97,11 @@ def test_the_log_covers_the_personalisation(personal_runs) -> None:
     submission = json.loads((personal_runs["fedavg-ft"] / "submission.json").read_text())
     assert submission["total_bytes"] == sum(row[3] for row in log)
     assert submission["rounds"] == 1 and submission["messages"] == len(log)
+    assert submission["personal"]["log_round"] == 2
     assert _log(personal_runs["local-only"]) == []
     local = json.loads((personal_runs["local-only"] / "submission.json").read_text())
     assert local["total_bytes"] == 0 and local["rounds"] == 0
+    assert local["personal"]["log_round"] is None
     assert [row[0] for row in _log(personal_runs["fedavg-ft-0"])] == [1, 1, 1, 1]
 
 
