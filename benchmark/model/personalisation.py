@@ -22,8 +22,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING
 
 from benchmark.data.imdb import write_bytes
 from benchmark.model.checkpoint import (
@@ -34,6 +33,9 @@ from benchmark.model.checkpoint import (
     spec_data_bytes,
     validate_safetensors_file,
 )
+
+if TYPE_CHECKING:  # torch is imported on use: the scoring service's upload route checks
+    import torch  # personalisations without loading it
 
 #: the directory of a run (and the upload part) that holds the personalisations.
 PERSONAL_DIR = "personal"
@@ -204,6 +206,8 @@ def personalised(
     Raises:
         PersonalisationError: for an unknown name or a wrong shape (before anything changes).
     """
+    import torch
+
     live = disk_state_dict(model)
     for name, value in tensors.items():
         if name not in live:
@@ -240,6 +244,8 @@ def personalisation_delta(
     Raises:
         PersonalisationError: when the two do not have the same tensors and shapes.
     """
+    import torch
+
     if global_tensors.keys() != personal_tensors.keys():
         odd = sorted(set(global_tensors) ^ set(personal_tensors))
         raise PersonalisationError(f"the personal model's tensors differ in names: {odd[:5]}")
