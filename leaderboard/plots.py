@@ -107,7 +107,7 @@ def track2_png(
 
 
 def track3_png(rows: Sequence[Row]) -> bytes:
-    """Per client: personalised ANLS (filled, solid) and global ANLS (hollow, dashed).
+    """Per client: personalised ANLS (filled) and the global model's (hollow), joined.
 
     Args:
         rows: the top track-3 submissions, best first (at most :data:`TOP_PERSONAL` are drawn),
@@ -127,10 +127,13 @@ def track3_png(rows: Sequence[Row]) -> bytes:
         clients.update(int(c["client"]) for c in scored)
         # Plain text: a team name such as "$\\frac{a}$" must not be parsed as mathtext.
         label = f"{index + 1}. {row.team}".replace("$", "\\$")
-        axes.plot(xs, [c["personal_anls"] for c in scored], "o-", color=colour, markersize=5,
-                  linewidth=1, label=f"{label}: personalised")
-        axes.plot(xs, [c["global_anls"] for c in scored], "o--", color=colour, markersize=5,
-                  markerfacecolor="none", linewidth=1, label=f"{label}: global")  # fmt: skip
+        personal = [c["personal_anls"] for c in scored]
+        shared = [c["global_anls"] for c in scored]
+        # clients are categories: no line joins them; a segment joins a client's two figures.
+        axes.vlines(xs, shared, personal, color=colour, linewidth=1, alpha=0.6)
+        axes.scatter(xs, personal, s=24, color=colour, label=f"{label}: personalised")
+        axes.scatter(xs, shared, s=24, facecolors="none", edgecolors=colour,
+                     label=f"{label}: global")  # fmt: skip
     if clients:
         axes.set_xticks(sorted(clients))
         axes.legend(loc="lower right", fontsize=7, ncols=2)
