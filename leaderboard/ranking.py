@@ -208,21 +208,43 @@ def rank_track1(
     """
     if not 0.0 <= threshold <= 1.0:
         raise ValueError(f"the track-1 threshold is an ANLS in [0, 1], got {threshold}")
+
+    def reason(row: Row) -> str | None:
+        if row.total_bytes is None:
+            return "no communication tally"
+        if row.anls is not None and row.anls < threshold:
+            return f"ANLS {row.anls:.4f} below the threshold {threshold:.4f}"
+        return None
+
+    return _one_table(rows, track, reason, lambda r: r.total_bytes, all_submissions)
+
+
+def _one_table(rows: Iterable[Row], track: Track, reason_of: Callable[[Row], str | None],
+               figure: Callable[[Row], float], all_submissions: bool) -> Table:  # fmt: skip
+    """A track's single table: its rows that pass :func:`exclusion_reason` and ``reason_of``,
+    ordered by ``figure`` (smallest first), ties to the earlier submission.
+
+    Args:
+        rows: submissions of any track (other tracks are ignored).
+        track: the track (its number selects the rows, its name titles the table).
+        reason_of: the track's own reason a row cannot be ranked, or None.
+        figure: what the rows are ordered on.
+        all_submissions: rank every valid submission instead of each team's best.
+
+    Returns:
+        The table with its unranked rows.
+    """
     table = Table(title=f"Track {track.number}: {track.name}")
     valid: list[Row] = []
     for row in rows:
         if row.track != track.number:
             continue
-        reason = exclusion_reason(row)
-        if reason is None and row.total_bytes is None:
-            reason = "no communication tally"
-        if reason is None and row.anls is not None and row.anls < threshold:
-            reason = f"ANLS {row.anls:.4f} below the threshold {threshold:.4f}"
+        reason = exclusion_reason(row) or reason_of(row)
         if reason is None:
             valid.append(row)
         else:
             table.unranked.append(Unranked(row=row, reason=reason))
-    valid.sort(key=lambda r: (r.total_bytes, *_tie_key(r)))
+    valid.sort(key=lambda r: (figure(r), *_tie_key(r)))
     table.ranked = _numbered(valid if all_submissions else _best_per_team(valid))
     table.unranked.sort(key=lambda u: _tie_key(u.row))
     return table
@@ -303,22 +325,10 @@ def rank_track3(
     Returns:
         The track-3 table.
     """
-    table = Table(title=f"Track {track.number}: {track.name}")
-    valid: list[Row] = []
-    for row in rows:
-        if row.track != track.number:
-            continue
-        reason = exclusion_reason(row)
-        if reason is None and row.personal_anls is None:
-            reason = "no personalised score"
-        if reason is None:
-            valid.append(row)
-        else:
-            table.unranked.append(Unranked(row=row, reason=reason))
-    valid.sort(key=lambda r: (-r.personal_anls, *_tie_key(r)))
-    table.ranked = _numbered(valid if all_submissions else _best_per_team(valid))
-    table.unranked.sort(key=lambda u: _tie_key(u.row))
-    return table
+    return _one_table(
+        rows, track, lambda r: "no personalised score" if r.personal_anls is None else None,
+        lambda r: -r.personal_anls, all_submissions,
+    )  # fmt: skip
 
 
 @dataclass

@@ -223,3 +223,19 @@ def personal_parts(files: dict[int, bytes], *, clients: int) -> dict[str, tuple[
     id), and an empty personalisation (the global model) for every other client in 0..K-1."""
     every = {k: b"" for k in range(clients)} | files
     return {f"personal_{k}": (f"client_{k}.safetensors", data) for k, data in every.items()}
+
+
+def accept_predictions(path: Path, predictions: list[str]) -> None:
+    """Rewrite a test split's answers so that a model's own predictions score: a third of the
+    questions also accept the prediction (ANLS 1), another third the prediction with its last
+    character changed (a partial ANLS); every question keeps its secret answer."""
+    from benchmark.data.imdb import read_imdb, write_imdb
+
+    header, records = read_imdb(path)
+    for index, (record, prediction) in enumerate(zip(records, predictions, strict=True)):
+        if prediction and index % 3 == 0:
+            record["answers"] = [secret_answer(index), prediction]
+        elif len(prediction) >= 4 and index % 3 == 1:
+            changed = "#" if prediction[-1] != "#" else "*"
+            record["answers"] = [secret_answer(index), prediction[:-1] + changed]
+    write_imdb(path, header, records)

@@ -21,6 +21,7 @@ from evaluator.validation.personal import declared_frozen
 from evaluator.worker import JobRunner
 from tests.evaluator.conftest import LiveServer
 from tests.evaluator.factories import (
+    accept_predictions,
     fedavg_log,
     metadata,
     secret_answer,
@@ -62,20 +63,11 @@ def personal_benchmark(tmp_path_factory: pytest.TempPathFactory, tiny_reference:
     6 unseen; answers rewritten so the global model earns exact and partial ANLS (as in
     test_e2e), and its per-question ANLS by question id."""
     from benchmark.data import load_split
-    from benchmark.data.imdb import read_imdb, write_imdb
     from benchmark.evaluation import score_predictions
 
     directory = write_personal_benchmark(tmp_path_factory.mktemp("personal"), questions=QUESTIONS)
     predictions = _predictions(tiny_reference, directory)
-    path = directory / "evaluator" / "imdb_test.npy"
-    header, records = read_imdb(path)
-    for index, (record, prediction) in enumerate(zip(records, predictions, strict=True)):
-        if prediction and index % 3 == 0:
-            record["answers"] = [secret_answer(index), prediction]
-        elif len(prediction) >= 4 and index % 3 == 1:
-            changed = "#" if prediction[-1] != "#" else "*"
-            record["answers"] = [secret_answer(index), prediction[:-1] + changed]
-    write_imdb(path, header, records)
+    accept_predictions(directory / "evaluator" / "imdb_test.npy", predictions)
     scored = score_predictions(load_split(directory, "test"), predictions)
     return directory, {p.question_id: p.anls for p in scored.predictions}
 
