@@ -137,6 +137,19 @@ class ReceivedParts:
     sizes: dict[str, int]
     sha256: dict[str, str]
 
+    @property
+    def fingerprint(self) -> str:
+        """What the copy policy compares: the checkpoint's SHA-256, or for a track-3 upload the
+        SHA-256 of the checkpoint's and every personalisation's digests in client order (two
+        teams' ``local-only`` runs share the shipped base as global model, not their
+        personalisations)."""
+        personal = sorted((int(PERSONAL_FIELD.match(name).group(1)), digest)
+                          for name, digest in self.sha256.items() if PERSONAL_FIELD.match(name))  # fmt: skip
+        if not personal:
+            return self.sha256["model"]
+        lines = [f"model {self.sha256['model']}"] + [f"personal_{k} {d}" for k, d in personal]
+        return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
 
 @dataclass(frozen=True)
 class PersonalLimits:

@@ -304,7 +304,7 @@ async def create_submission(
         mark = partial(
             _mark_queued,
             team_id=team.id,
-            model_sha256=received.sha256["model"],
+            model_sha256=received.fingerprint,
             copy_policy=settings.copy_policy,
         )
         await run_in_threadpool(mark, sessions, store, submission_id, metadata)
