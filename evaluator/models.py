@@ -211,8 +211,21 @@ class OrganiserSession(Base):
 TrackNumber = Literal[tuple(sorted(TRACKS))]  # type: ignore[valid-type]
 
 
+class PersonalMetadata(BaseModel):
+    """``submission.json``'s ``personal`` (track 3)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    #: the log round that sends the final global model to the clients before they personalise
+    #: it (after the federated rounds; None when nothing is sent).
+    log_round: int | None = Field(default=None, ge=0, le=1_000_000)
+
+
 class SubmissionMetadata(BaseModel):
-    """The ``metadata`` part of an upload (``submission.json`` of a run directory)."""
+    """The ``metadata`` part of an upload (``submission.json`` of a run directory).
+
+    ``rounds`` may be 0: track 3's ``local-only`` federates nothing.
+    """
 
     model_config = ConfigDict(extra="allow")
 
@@ -221,8 +234,9 @@ class SubmissionMetadata(BaseModel):
     description: str = Field(default="", max_length=10_000)
     clients: int | None = Field(default=None, ge=1, le=100_000)
     clients_per_round: int | None = Field(default=None, ge=1, le=100_000)
-    rounds: int | None = Field(default=None, ge=1, le=1_000_000)
+    rounds: int | None = Field(default=None, ge=0, le=1_000_000)
     sampling: Literal["fixed", "poisson"] | None = None
+    personal: PersonalMetadata | None = None
 
 
 # Scores participants see: 4 decimals, as the competition published them.

@@ -33,7 +33,7 @@ from evaluator.scoring import Scorer
 from evaluator.storage import FILENAMES, REQUIRED_PARTS, SubmissionStore
 from evaluator.validation import InvalidSubmission
 from evaluator.validation.checkpoint import validate_checkpoint
-from evaluator.validation.commlog import CommunicationTally, parse_log
+from evaluator.validation.commlog import CommunicationTally, declared_shape, parse_log
 from evaluator.validation.personal import (
     check_personalisations,
     declared_frozen,
@@ -239,9 +239,7 @@ class JobRunner:
             clients=self.scorer.clients,
             max_bytes=settings.max_log_bytes,
             max_rows=settings.max_log_rows,
-            clients_per_round=metadata.clients_per_round,
-            rounds=metadata.rounds,
-            sampling=metadata.sampling,
+            **declared_shape(metadata, track),
             max_rounds=settings.max_log_rounds,
             max_messages_per_round=2 * self.scorer.clients * settings.max_messages_per_client_round,
         )

@@ -500,3 +500,31 @@ def test_numeric_query_parameters_are_bounded(
         headers={"Authorization": f"Bearer {teams['alpha']}"},
     )
     assert largest.status_code == 200 and largest.json()["submissions"] == []
+
+
+def test_track3_logs_of_the_two_baselines_are_accepted(
+    live_server: LiveServer, teams: dict, model_bytes: bytes, tiny_reference: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """fedavg-ft: FedAvg rounds then the final model sent to every client (personal.log_round);
+    local-only: nothing sent, an empty log and 0 rounds. Track 1 still needs messages."""
+    from tests.evaluator.test_validation_commlog import _fedavg_ft_log
+
+    from safetensors.numpy import load_file, save
+
+    tensors = load_file(str(tiny_reference / "model.safetensors"))
+    name = sorted(tensors)[0]
+    empty = personal_parts({}, clients=10)
+    one = personal_parts({0: save({name: tensors[name]})}, clients=10)  # not a copy of `empty`
+    fedavg_ft = metadata(3, rounds=2, personal={"log_round": 3})
+    local_only = metadata(3, rounds=0, clients_per_round=2, personal={"log_round": None})
+    for log, meta, token, parts in ((_fedavg_ft_log(), fedavg_ft, "alpha", empty),
+                                    (LOG_HEADER + "\n", local_only, "beta", one)):  # fmt: skip
+        response = upload(live_server.url, teams[token], model=model_bytes, log=log, meta=meta,
+                          extra=parts)  # fmt: skip
+        assert response.status_code == 202, response.text
+    refused = upload(live_server.url, teams["org"], model=model_bytes, log=LOG_HEADER + "\n",
+                     meta=metadata(1, rounds=0))  # fmt: skip
+    assert refused.status_code == 422 and "header but no messages" in refused.json()["detail"]
+    wrong = upload(live_server.url, teams["org"], model=model_bytes, log=_fedavg_ft_log(),
+                   meta=metadata(3, rounds=2), extra=empty)  # fmt: skip
+    assert wrong.status_code == 422 and "holds 3 rounds" in wrong.json()["detail"]

@@ -35,7 +35,7 @@ from evaluator.storage import (
 )
 from evaluator.validation import InvalidSubmission
 from evaluator.validation.checkpoint import read_header
-from evaluator.validation.commlog import parse_log
+from evaluator.validation.commlog import declared_shape, parse_log
 from evaluator.validation.jsonfile import load_json_object
 from evaluator.validation.personal import check_personalisations
 from evaluator.validation.privacy import load_declaration
@@ -158,9 +158,7 @@ def check_upload(directory: Path, settings: Settings) -> SubmissionMetadata:
         clients=clients,
         max_bytes=settings.max_log_bytes,
         max_rows=settings.max_log_rows,
-        clients_per_round=metadata.clients_per_round,
-        rounds=metadata.rounds,
-        sampling=metadata.sampling,
+        **declared_shape(metadata, get_track(metadata.track)),
         max_rounds=settings.max_log_rounds,
         max_messages_per_round=2 * clients * settings.max_messages_per_client_round,
     )
