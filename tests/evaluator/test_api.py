@@ -507,9 +507,9 @@ def test_track3_logs_of_the_two_baselines_are_accepted(
 ) -> None:  # type: ignore[no-untyped-def]
     """fedavg-ft: FedAvg rounds then the final model sent to every client (personal.log_round);
     local-only: nothing sent, an empty log and 0 rounds. Track 1 still needs messages."""
-    from tests.evaluator.test_validation_commlog import _fedavg_ft_log
-
     from safetensors.numpy import load_file, save
+
+    from tests.evaluator.test_validation_commlog import _fedavg_ft_log
 
     tensors = load_file(str(tiny_reference / "model.safetensors"))
     name = sorted(tensors)[0]
