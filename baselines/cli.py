@@ -98,12 +98,14 @@ def train(
     quantize: str | None,
     **options: object,
 ) -> None:
-    """Train a federated track-1 baseline and write its logs and submission.
+    """Train a federated baseline and write its logs and submission.
 
     --preset (or its alias --method) names a recipe; every other option overrides one of its
     values. Writes RUN_DIR/communication_log.csv (competition format), communication_log.jsonl,
     metrics.jsonl (validation ANLS per round), checkpoint/ and submission.json; the track-2
-    presets (dp-fedavg, dp-lora) also write privacy.json (check it with `pflkit dp verify`).
+    presets (dp-fedavg, dp-lora) also write privacy.json (check it with `pflkit dp verify`);
+    the track-3 presets (fedavg-ft, local-only) also write personal/client_{k}.safetensors
+    (score them with `pflkit evaluate RUN_DIR/checkpoint --split test --personal RUN_DIR/personal`).
     """
     import os
 

@@ -74,19 +74,24 @@ class ClientJob:
         """Load the round's starting weights back into the model."""
         set_values(self.model, self.parameters, self.start_weights)
 
-    def train(self, dataset: Dataset | None = None, *, seed: int | None = None) -> TrainStats:
+    def train(
+        self, dataset: Dataset | None = None, *, seed: int | None = None,
+        epochs: int | None = None,
+    ) -> TrainStats:
         """Run local training from the model's current weights.
 
         Args:
             dataset: the data to train on (default: all the client's data).
             seed: shuffling/dropout seed (default: the job's seed).
+            epochs: epochs over the data (default: the run's local epochs).
 
         Returns:
             The trainer's statistics.
         """
         data = self.dataset if dataset is None else dataset
         return self.trainer.train(
-            self.model, data, seed=self.seed if seed is None else seed, loss=self.loss
+            self.model, data, seed=self.seed if seed is None else seed, loss=self.loss,
+            epochs=epochs,
         )
 
     def delta(self) -> dict[str, torch.Tensor]:

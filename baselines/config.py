@@ -32,7 +32,8 @@ class TrainConfig:
         strategy: how the server combines (a name of ``STRATEGIES``).
         optimizer: the local optimiser (a name of ``OPTIMIZERS``: ``adamw``, ``sgd``).
         wire: wire format of every message (``fp32`` or ``nf4``).
-        rounds: federated rounds.
+        rounds: federated rounds (0 only for a method that personalises every client
+            afterwards: ``local-only``).
         clients_per_round: M, clients sampled per round.
         local_epochs: epochs over the client's data per round.
         batch_size: local batch size.
@@ -70,9 +71,11 @@ class TrainConfig:
                                      ("wire format", self.wire, CODECS)):
             if name not in registry:
                 raise ValueError(f"unknown {kind} {name!r}; choose one of {sorted(registry)}")
-        for name in ("rounds", "clients_per_round", "local_epochs", "batch_size"):
+        for name in ("clients_per_round", "local_epochs", "batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.rounds < 0:
+            raise ValueError(f"rounds must be >= 0, got {self.rounds}")
         if self.max_grad_norm is not None and not self.max_grad_norm > 0:
             raise ValueError(f"max_grad_norm must be > 0, got {self.max_grad_norm}")
         if self.val_limit is not None and self.val_limit < 0:
@@ -91,7 +94,12 @@ class TrainConfig:
         })
         self.build_strategy()
         self.build_optimizer()
-        self.build_method()
+        method = self.build_method()
+        if self.rounds == 0 and not method.personalises():
+            raise ValueError(
+                "rounds must be >= 1: a run of 0 rounds trains nothing unless its method "
+                "fine-tunes every client locally afterwards (the local-only preset)"
+            )
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> TrainConfig:

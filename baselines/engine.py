@@ -8,6 +8,12 @@ the channel, and the strategy aggregates the decoded updates into the next globa
 precision. After each round the global model is evaluated and the run directory is committed, so a
 run can be resumed from its last completed round and ends in exactly the same state. What a method
 keeps per client (``ClientJob.state``) is committed with the round as well.
+
+A method that personalises (``Method.personalises``, track 3) then gets every client's local work
+after the last round: the server sends the final global model to each client (round R + 1 of the
+log, downlink only; after 0 rounds the clients start from the base they hold and nothing is sent),
+the client runs ``Method.personalise`` and the run directory is committed after each client, so
+``--resume`` continues with the clients left and keeps the state of those done.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import copy
 import functools
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +51,8 @@ class RunSummary:
         bytes_per_message: ``amount_of_bytes`` of one message (all messages of a run carry the
             same tensors, so they have the same size).
         communicated_parameters: values per full message.
-        timing: cumulative seconds (``wall``, ``client_training``, ``evaluation``).
+        timing: cumulative seconds (``wall``, ``client_training``, ``evaluation``, and
+            ``personalisation`` when the method personalises).
         submission: the content of ``submission.json``.
     """
 
@@ -58,8 +66,9 @@ class RunSummary:
 
     @property
     def overhead(self) -> float:
-        """Wall time of the run / time spent in client training."""
-        return self.timing["wall"] / max(self.timing["client_training"], 1e-9)
+        """Wall time of the run / time spent in client training (personalisation included)."""
+        training = self.timing["client_training"] + self.timing.get("personalisation", 0.0)
+        return self.timing["wall"] / max(training, 1e-9)
 
 
 def client_seed(seed: int, federated_round: int, client: int) -> int:
@@ -134,6 +143,7 @@ class FederatedSimulation:
         metrics: list[dict[str, Any]] = []
         timing = {"wall": 0.0, "client_training": 0.0, "evaluation": 0.0}
         first_round = 1
+        personalised: list[int] = []
         if resume and self.run_dir.has_state():
             state = self.run_dir.load_state()
             weights = {name: state.weights[name] for name in self.parameters.names}
@@ -143,6 +153,12 @@ class FederatedSimulation:
             metrics = state.metrics
             timing = dict(state.timing)
             first_round = state.federated_round + 1
+            personalised = state.personalised
+            if personalised and self.config.rounds > state.federated_round:
+                raise ValueError(
+                    f"{self.run_dir.path}: clients were personalised after round "
+                    f"{state.federated_round}; --resume cannot add rounds to this run"
+                )
         set_values(self.model, self.parameters, weights)
         prior_wall = timing["wall"]
         rounds = tqdm(
@@ -153,13 +169,8 @@ class FederatedSimulation:
             disable=not self.progress,
             unit="round",
         )
-        for federated_round in rounds:
-            weights, row = self._round(federated_round, weights, timing)
-            metrics.append(row)
+        def commit(federated_round: int) -> None:
             timing["wall"] = prior_wall + time.perf_counter() - started
-            row["wall_seconds"] = timing["wall"]
-            row["client_training_seconds"] = timing["client_training"]
-            row["evaluation_seconds"] = timing["evaluation"]
             self.run_dir.commit_round(
                 RunState(
                     federated_round=federated_round,
@@ -169,11 +180,24 @@ class FederatedSimulation:
                     metrics=metrics,
                     timing=timing,
                     client_states=self.client_states,
+                    personalised=personalised,
                 )
             )
+
+        for federated_round in rounds:
+            weights, row = self._round(federated_round, weights, timing)
+            metrics.append(row)
+            row["wall_seconds"] = prior_wall + time.perf_counter() - started
+            row["client_training_seconds"] = timing["client_training"]
+            row["evaluation_seconds"] = timing["evaluation"]
+            commit(federated_round)
             if "val_anls" in row:
                 rounds.set_postfix(val_anls=f"{row['val_anls']:.4f}")
         rounds.close()
+        if self.method.personalises():
+            for client in self._personalise(weights, personalised, timing):
+                personalised.append(client)
+                commit(self.config.rounds)
         self.run_dir.write_logs(self.channel.log, metrics)
         timing["wall"] = prior_wall + time.perf_counter() - started
         submission = write_submission(
@@ -187,6 +211,7 @@ class FederatedSimulation:
             save_model=self.task.save_model,
             info={**self.task.info, "communicated_parameters": self.parameters.numel,
                   "timing": timing},
+            personal_model=self.personal_model if self.method.personal else None,
         )
         messages = self.channel.log.records
         return RunSummary(
@@ -218,6 +243,50 @@ class FederatedSimulation:
             copy.deepcopy(self.model), self.client_states.get(client, {})
         )
 
+    def _job(self, federated_round: int, client: int,
+             received: dict[str, torch.Tensor]) -> ClientJob:
+        """A client's job with the weights it received loaded into the model."""
+        set_values(self.model, self.parameters, received)
+        job = ClientJob(
+            federated_round=federated_round,
+            client=client,
+            model=self.model,
+            parameters=self.parameters,
+            start_weights=received,
+            dataset=self.task.client_data[client],
+            trainer=self.trainer,
+            seed=client_seed(self.config.seed, federated_round, client),
+            state=self.client_states.setdefault(client, {}),
+        )
+        job.loss = functools.partial(self.method.local_loss, job)
+        return job
+
+    def _personalise(self, weights: dict[str, torch.Tensor], done: list[int],
+                     timing: dict[str, float]) -> Iterator[int]:
+        """Every client not in ``done`` runs ``Method.personalise``; yields each when finished.
+
+        The final global weights are sent to each client as round R + 1 (after 0 rounds the
+        clients hold them already: the base) and are back in the model at the end.
+        """
+        from tqdm.auto import tqdm
+
+        federated_round = self.config.rounds + 1
+        broadcast = self.channel.encode(weights) if self.config.rounds > 0 else None
+        left = [client for client in range(self.task.num_clients) if client not in done]
+        for client in tqdm(left, desc="personalising", unit="client", disable=not self.progress):
+            received = weights
+            if broadcast is not None:
+                received = self.channel.deliver(broadcast, federated_round=federated_round,
+                                                sender=SERVER, receiver=client)
+            job = self._job(federated_round, client, received)
+            self.trainer.description = f"personalising client {client}"
+            tic = time.perf_counter()
+            self.method.personalise(job)
+            timing["personalisation"] = timing.get("personalisation", 0.0) + (
+                time.perf_counter() - tic)
+            set_values(self.model, self.parameters, weights)
+            yield client
+
     def _round(
         self, federated_round: int, weights: dict[str, torch.Tensor], timing: dict[str, float]
     ) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
@@ -233,19 +302,7 @@ class FederatedSimulation:
             received = self.channel.deliver(
                 broadcast, federated_round=federated_round, sender=SERVER, receiver=client
             )
-            set_values(self.model, self.parameters, received)
-            job = ClientJob(
-                federated_round=federated_round,
-                client=client,
-                model=self.model,
-                parameters=self.parameters,
-                start_weights=received,
-                dataset=self.task.client_data[client],
-                trainer=self.trainer,
-                seed=client_seed(config.seed, federated_round, client),
-                state=self.client_states.setdefault(client, {}),
-            )
-            job.loss = functools.partial(self.method.local_loss, job)
+            job = self._job(federated_round, client, received)
             self.trainer.description = f"round {federated_round} client {client}"
             tic = time.perf_counter()
             update = self.method.compute_update(job)

@@ -1,6 +1,6 @@
 """The README's experiments: the presets on one benchmark, their tables and plots.
 
-``python -m baselines.experiments --data DIR --out DIR [--track 1|2|all] [--parallel 2]``
+``python -m baselines.experiments --data DIR --out DIR [--track 1|2|3|all] [--parallel 2]``
 
 Every experiment is its own ``pflkit train`` process (one torch thread each, ``--parallel`` at a
 time): a finished run is kept, an interrupted one is resumed. During training each round is
@@ -10,11 +10,19 @@ checkpoint scored on the *whole* validation split by ``pflkit evaluate`` (``RUN/
 Writes ``OUT/track1.md`` (val ANLS, bytes per message, total bytes, rounds, wall time),
 ``OUT/track2.md`` (val ANLS per epsilon for the DP presets next to non-private FedAvg) and the
 plots ``OUT/track1.png`` (ANLS against bytes) and ``OUT/track2.png`` (ANLS against epsilon).
+
+``--track 3`` trains ``fedavg-ft`` and ``local-only`` (run directories
+``OUT/track3-<preset>-seed0``), scores every submission with the track-3 scoring on the test
+split (``RUN/personal_test.json``) and writes ``OUT/track3.md`` and the per-client plot
+``OUT/track3.png``. Two global-only rows come without training: ``base`` (the shipped base) and
+``fedavg``, the global model of the ``fedavg-ft`` run, which is the ``fedavg`` preset's model
+bit for bit (the fine-tuning comes after its 10 rounds), with its 10 rounds' bytes.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import dataclasses
 import json
 import subprocess
@@ -24,6 +32,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from baselines.personal_report import SCORES, PersonalReport, plot_per_client, read_personal
+from baselines.personal_report import markdown_table as personal_table
 from baselines.report import RunReport, markdown_table, plot_anls_vs_bytes, read_run
 from benchmark.figures import new_figure, save_figure
 
@@ -58,6 +68,10 @@ TRACK2 = tuple(
     for method in DP_METHODS
     for epsilon in EPSILONS
 )
+
+
+TRACK3 = (Experiment("track3-fedavg-ft-seed0", "fedavg-ft"),
+          Experiment("track3-local-only-seed0", "local-only"))
 
 
 def _pflkit(*args: str) -> subprocess.CompletedProcess:
@@ -138,18 +152,74 @@ def plot_anls_vs_epsilon(out: Path, fedavg: RunReport | None, target: Path) -> P
     return save_figure(figure, target)
 
 
+def score_personal(directory: Path, checkpoint: str, data: Path) -> Path:
+    """Track-3 scores of a checkpoint with ``directory/personal`` on the test split, kept in
+    ``directory/personal_test.json`` (an empty ``personal/`` is written when there is none).
+
+    Raises:
+        RuntimeError: when scoring fails.
+    """
+    from benchmark.data import count_clients
+    from benchmark.model import write_personalisations
+
+    target = directory / SCORES
+    if target.is_file():
+        return target
+    if not (directory / "personal").is_dir():
+        write_personalisations(directory / "personal", {}, count_clients(data))
+    scored = _pflkit("evaluate", checkpoint, "--data", str(data), "--split", "test",
+                     "--personal", str(directory / "personal"), "--json")
+    if scored.returncode != 0:
+        raise RuntimeError(f"{directory.name}: scoring failed:\n{scored.stderr[-2000:]}")
+    staging = target.with_suffix(".json.tmp")
+    staging.write_text(scored.stdout.strip().splitlines()[-1] + "\n", encoding="utf-8")
+    staging.replace(target)
+    return target
+
+
+def track3(data: Path, out: Path, base: str) -> list[PersonalReport]:
+    """Score base, fedavg (global only), local-only and fedavg-ft on the personal test splits."""
+    fedavg_ft, local_only = (out / e.name for e in TRACK3)
+    score_personal(out / "track3-base-seed0", base, data)
+    score_personal(out / "track3-fedavg-seed0", str(fedavg_ft / "checkpoint"), data)
+    for run in (local_only, fedavg_ft):
+        score_personal(run, str(run / "checkpoint"), data)
+    submission = json.loads((fedavg_ft / "submission.json").read_text(encoding="utf-8"))
+    with (fedavg_ft / "communication_log.csv").open(encoding="utf-8") as stream:
+        federated = sum(int(row["amount_of_bytes"]) for row in csv.DictReader(stream)
+                        if int(row["federated_round"]) <= submission["rounds"])
+    timing = submission["timing"]
+    return [
+        read_personal(out / "track3-base-seed0"),
+        read_personal(out / "track3-fedavg-seed0", total_bytes=federated,
+                      wall_seconds=timing["wall"] - timing.get("personalisation", 0.0)),
+        read_personal(local_only),
+        read_personal(fedavg_ft),
+    ]
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the experiments, then write the tables and plots."""
     parser = argparse.ArgumentParser(prog="python -m baselines.experiments",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="benchmark directory")
     parser.add_argument("--out", type=Path, required=True, help="where the runs go")
-    parser.add_argument("--track", choices=("1", "2", "all"), default="all")
+    parser.add_argument("--track", choices=("1", "2", "3", "all"), default="all")
     parser.add_argument("--base", default="base", help="pre-trained checkpoint (default: base)")
     parser.add_argument("--parallel", type=int, default=2, help="runs at a time")
     parser.add_argument("--val-limit", type=int, default=100,
                         help="questions validated after each round")
     args = parser.parse_args(argv)
+    if args.track == "3":
+        args.out.mkdir(parents=True, exist_ok=True)
+        with ThreadPoolExecutor(max_workers=args.parallel) as pool:
+            list(pool.map(lambda e: run_experiment(e, args.data, args.out, args.base,
+                                                   args.val_limit), TRACK3))
+        reports = track3(args.data, args.out, args.base)
+        (args.out / "track3.md").write_text(personal_table(reports), encoding="utf-8")
+        plot_per_client(reports, args.out / "track3.png")
+        print(personal_table(reports))
+        return
     track1 = (*TRACK1, *TRACK1_PROBES)
     experiments = {"1": track1, "2": (TRACK1[0], *TRACK2), "all": (*track1, *TRACK2)}[args.track]
     args.out.mkdir(parents=True, exist_ok=True)

@@ -130,7 +130,13 @@ class LocalTrainer:
         self.description = ""
 
     def train(
-        self, model: nn.Module, dataset: Dataset, *, seed: int, loss: LossHook | None = None
+        self,
+        model: nn.Module,
+        dataset: Dataset,
+        *,
+        seed: int,
+        loss: LossHook | None = None,
+        epochs: int | None = None,
     ) -> TrainStats:
         """Train ``model`` in place on ``dataset``.
 
@@ -139,12 +145,14 @@ class LocalTrainer:
             dataset: rows to train on.
             seed: seeds the shuffling and dropout, so a run is reproducible.
             loss: the loss of a batch from the model's outputs (``None``: ``outputs.loss``).
+            epochs: epochs of this call (``None``: the trainer's local epochs).
 
         Returns:
             Statistics of the call.
         """
         from tqdm.auto import tqdm
 
+        epochs = self.epochs if epochs is None else epochs
         start = time.perf_counter()
         params = [p for p in model.parameters() if p.requires_grad]
         optimizer = self.optimizer(params)
@@ -156,14 +164,14 @@ class LocalTrainer:
         total_loss = 0.0
         steps = 0
         bar = tqdm(
-            total=steps_per_epoch * self.epochs,
+            total=steps_per_epoch * epochs,
             desc=self.description or "local training",
             leave=False,
             disable=not self.progress,
             unit="step",
         )
         lengths = dataset[self.length_column] if self.length_column else None
-        for _ in range(self.epochs):
+        for _ in range(epochs):
             for indices in self._batches(n, lengths, generator):
                 batch = self.collate(list(dataset.select(indices)))
                 outputs = model(**batch)
@@ -181,7 +189,7 @@ class LocalTrainer:
         model.eval()
         return TrainStats(
             steps=steps,
-            examples=n * self.epochs,
+            examples=n * epochs,
             loss=total_loss / max(steps, 1),
             seconds=time.perf_counter() - start,
         )

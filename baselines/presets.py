@@ -28,7 +28,8 @@ model at every epsilon (val ANLS 0.0). The privacy guarantee does not depend on 
 A preset is data: the method, strategy and local optimiser by name, the run's shape, and any
 option key of those components (:mod:`baselines.options`). Command-line options override it
 key by key. A method file may bring its own presets (``Method.presets``); they are added here,
-to :data:`PRESETS` or, for a private method, to :data:`DP_PRESETS`.
+to :data:`PRESETS`, to :data:`DP_PRESETS` for a private method or to :data:`PERSONAL_PRESETS`
+for a personal one.
 """
 
 from __future__ import annotations
@@ -100,22 +101,30 @@ def _resolved(preset: dict[str, Any]) -> dict[str, Any]:
     return {**base, **{key: value for key, value in preset.items() if key != "extends"}}
 
 
+#: Track 3 (personalisation): presets of methods with ``personal = True`` (``fedavg-ft``,
+#: ``local-only``, :mod:`baselines.methods.finetune`).
+PERSONAL_PRESETS: dict[str, dict[str, Any]] = {}
+
 for _method in METHODS.values():
-    (DP_PRESETS if _method.private else PRESETS).update(
-        {name: _resolved(preset) for name, preset in _method.presets.items()}
-    )
+    if _method.private:
+        _group = DP_PRESETS
+    elif _method.personal:
+        _group = PERSONAL_PRESETS
+    else:
+        _group = PRESETS
+    _group.update({name: _resolved(preset) for name, preset in _method.presets.items()})
 
 
 def all_presets() -> dict[str, dict[str, Any]]:
-    """Every preset, track 1 then track 2."""
-    return {**PRESETS, **DP_PRESETS}
+    """Every preset, track 1, then track 2, then track 3."""
+    return {**PRESETS, **DP_PRESETS, **PERSONAL_PRESETS}
 
 
 def preset_config(name: str, **overrides: Any) -> TrainConfig:
     """The configuration of a preset with some fields or options overridden.
 
     Args:
-        name: a key of :data:`PRESETS` or :data:`DP_PRESETS`.
+        name: a key of :data:`PRESETS`, :data:`DP_PRESETS` or :data:`PERSONAL_PRESETS`.
         **overrides: :class:`TrainConfig` fields or option keys to change (``None`` values are
             ignored, so unset command-line options keep the preset's value).
 

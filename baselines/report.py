@@ -77,7 +77,8 @@ def read_run(run_dir: str | Path) -> RunReport:
     )
 
 
-def _size(count: float) -> str:
+def format_bytes(count: float) -> str:
+    """A byte count with its unit (B, kB, MB, GB: powers of 1000)."""
     for unit in ("B", "kB", "MB", "GB"):
         if count < 1000 or unit == "GB":
             return f"{count:.0f} {unit}" if unit == "B" else f"{count:.2f} {unit}"
@@ -95,7 +96,7 @@ def markdown_table(reports: Sequence[RunReport]) -> str:
         anls = "n/a" if r.val_anls is None else f"{r.val_anls:.4f}"
         lines.append(
             f"| {r.name} | {r.method} | {r.rounds} | {r.clients_per_round} | {anls} | "
-            f"{_size(r.bytes_per_message)} | {_size(r.total_bytes)} | {r.wall_seconds:.0f} s | "
+            f"{format_bytes(r.bytes_per_message)} | {format_bytes(r.total_bytes)} | {r.wall_seconds:.0f} s | "
             f"{r.overhead:.3f} |"
         )
     return "\n".join(lines) + "\n"

@@ -10,6 +10,8 @@ Layout::
     RUN_DIR/state/round-NNNN/           global weights, strategy state, the method's per-client
                                         state, log and metrics so far
     RUN_DIR/checkpoint/                 the final model (base architecture, safetensors)
+    RUN_DIR/personal/                   track 3: client_{k}.safetensors, each client's tensors
+                                        that differ from the checkpoint's
     RUN_DIR/submission.json             method, track, rounds, clients, byte totals
 
 A round's state directory is complete before ``latest.json`` points to it (``os.replace``), so a
@@ -84,6 +86,8 @@ class RunState:
         metrics: one dictionary per completed round.
         timing: cumulative seconds (``wall``, ``client_training``, ``evaluation``).
         client_states: client id -> the method's tensors for that client.
+        personalised: the clients that finished their local work after the last round
+            (``Method.personalise``), in order.
     """
 
     federated_round: int
@@ -93,6 +97,7 @@ class RunState:
     metrics: list[dict[str, Any]]
     timing: dict[str, float]
     client_states: dict[int, dict[str, torch.Tensor]] = field(default_factory=dict)
+    personalised: list[int] = field(default_factory=list)
 
 
 class RunDirectory:
@@ -157,7 +162,7 @@ class RunDirectory:
         (tmp / "communication_log.jsonl").write_text(state.log.to_jsonl(), encoding="utf-8")
         (tmp / "progress.json").write_text(
             json.dumps({"round": state.federated_round, "metrics": state.metrics,
-                        "timing": state.timing}),
+                        "timing": state.timing, "personalised": state.personalised}),
             encoding="utf-8",
         )
         replace_directory(tmp, state_root / name)
@@ -200,6 +205,7 @@ class RunDirectory:
             metrics=progress["metrics"],
             timing=progress["timing"],
             client_states=_client_states(directory / CLIENT_STATES),
+            personalised=[int(client) for client in progress.get("personalised", [])],
         )
 
 

@@ -1,4 +1,5 @@
-"""The submission a run produces: the merged checkpoint and ``submission.json``."""
+"""The submission a run produces: the merged checkpoint, ``submission.json`` and, for track 3,
+``personal/client_{k}.safetensors`` (each client's tensors that differ from the checkpoint's)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,13 @@ from baselines.communication import CommunicationLog
 from baselines.config import TrainConfig
 from baselines.methods import Method
 from baselines.run_directory import RunDirectory, atomic_write_json, replace_directory
-from benchmark.tracks import COMMUNICATION, PRIVACY
+from benchmark.model.checkpoint import disk_state_dict
+from benchmark.model.personalisation import (
+    PERSONAL_DIR,
+    personalisation_delta,
+    write_personalisations,
+)
+from benchmark.tracks import COMMUNICATION, PERSONALISATION, PRIVACY
 
 
 def write_submission(
@@ -29,6 +36,7 @@ def write_submission(
     num_clients: int,
     save_model: Callable[[nn.Module, Path], None],
     info: dict[str, Any],
+    personal_model: Callable[[int], nn.Module] | None = None,
 ) -> dict[str, Any]:
     """Export the final model in the base architecture and describe the run.
 
@@ -42,6 +50,8 @@ def write_submission(
         num_clients: K.
         save_model: writes a base-architecture model to a directory.
         info: extra fields for ``submission.json``.
+        personal_model: client -> its personal model (a copy, the method's ``personal_model``);
+            given, the run is a track-3 submission and ``personal/`` is written.
 
     Returns:
         The content written to ``submission.json``.
@@ -57,12 +67,17 @@ def write_submission(
     declaration = method.privacy_declaration()
     if declaration is not None:
         atomic_write_json(run_dir.path / "privacy.json", declaration)
+    personal = None
+    if personal_model is not None:
+        personal = write_personal(run_dir, method, exported, personal_model, num_clients)
+        after = [r for r in log.records if r.federated_round > config.rounds]
+        personal["log_round"] = config.rounds + 1 if after else None
     directions = log.bytes_by_direction()
     sizes = sorted({record.amount_of_bytes for record in log.records})
     last = metrics[-1] if metrics else {}
     submission = {
         "method": config.preset,
-        "track": COMMUNICATION.number if declaration is None else PRIVACY.number,
+        "track": _track(declaration, personal).number,
         "rounds": config.rounds,
         "clients": num_clients,
         "clients_per_round": config.clients_per_round,
@@ -75,10 +90,58 @@ def write_submission(
         "official_logger_total_bytes": log.official_logger_total(),
         "bytes_downlink": directions["down"],
         "bytes_uplink": directions["up"],
-        "bytes_per_message": sizes[0] if len(sizes) == 1 else sizes,
+        "bytes_per_message": sizes[0] if len(sizes) == 1 else (sizes or 0),
         "val_anls": last.get("val_anls"),
         "checkpoint": "checkpoint",
+        **({} if personal is None else {"personal": personal}),
         **info,
     }
     atomic_write_json(run_dir.path / "submission.json", submission)
     return submission
+
+
+def _track(declaration: dict[str, Any] | None, personal: dict[str, Any] | None):
+    """Track 3 with personalisations, track 2 with a privacy declaration, else track 1."""
+    if personal is not None:
+        return PERSONALISATION
+    return COMMUNICATION if declaration is None else PRIVACY
+
+
+def write_personal(
+    run_dir: RunDirectory,
+    method: Method,
+    exported: nn.Module,
+    personal_model: Callable[[int], nn.Module],
+    num_clients: int,
+) -> dict[str, Any]:
+    """Write ``personal/client_{k}.safetensors``: each client's tensors that differ from the
+    exported global model's, under the checkpoint's names (empty: the client uses the global
+    model). One personal model is built at a time.
+
+    Args:
+        run_dir: the run directory.
+        method: the method (its ``export`` merges adapters of a personal model too).
+        exported: the global model in the base architecture (as in ``checkpoint/``).
+        personal_model: client -> its personal model (a copy).
+        num_clients: K.
+
+    Returns:
+        ``submission.json``'s ``personal``: the directory, the clients whose personalisation
+        is not empty, the tensors each replaces and the bytes of the files.
+    """
+    global_tensors = disk_state_dict(exported)
+    tensors: list[int] = []
+
+    def delta(client: int) -> dict[str, Any]:
+        personal = method.export(personal_model(client))
+        changed = personalisation_delta(global_tensors, disk_state_dict(personal))
+        tensors.append(len(changed))
+        return changed
+
+    directory = write_personalisations(run_dir.path / PERSONAL_DIR, delta, num_clients)
+    return {
+        "directory": PERSONAL_DIR,
+        "personalised_clients": sum(1 for n in tensors if n),
+        "tensors_per_client": tensors,
+        "bytes": sum(p.stat().st_size for p in directory.iterdir()),
+    }

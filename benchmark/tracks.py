@@ -1,12 +1,19 @@
-"""The competition's tracks: what each ranks on, its thresholds and budgets, what it needs.
+"""The benchmark's tracks: what each ranks on, its thresholds and budgets, what it needs.
 
 PFL-DocVQA (Tito et al., https://arxiv.org/abs/2312.10108; competition rules) has two tracks:
 track 1 ranks submissions that reach an ANLS threshold by the bytes they communicated, track 2
-ranks verified provider-level DP submissions by ANLS within each privacy budget. The submission
-writer (``baselines.submission``), the evaluator (upload checks, worker) and the leaderboard
-(ranking, pages, exports) read this module. A new track (personalisation is next) is one more
-:class:`Track` in :data:`TRACKS`, plus its scoring step in the evaluator's worker (for the parts
-only it needs) and its ranking function in ``leaderboard.ranking.RANKINGS``.
+ranks verified provider-level DP submissions by ANLS within each privacy budget. The kit adds
+track 3, personalisation (no public DocVQA benchmark scores it): a submission is the global
+checkpoint plus one personalisation per client (``personal/client_{k}.safetensors``,
+:mod:`benchmark.model.personalisation`); client k's personalised model is scored on client k's
+personal test questions (:mod:`benchmark.data.personal`) and the ranking is the mean
+personalised ANLS weighted by questions (:mod:`benchmark.evaluation.personal`), with the global
+model's unseen-provider ANLS and the total bytes shown beside it.
+
+The submission writer (``baselines.submission``), the evaluator (upload checks, worker) and the
+leaderboard (ranking, pages, exports) read this module. A new track is one more :class:`Track`
+in :data:`TRACKS`, plus its scoring step in the evaluator's worker (for the parts only it
+needs) and its ranking function in ``leaderboard.ranking.RANKINGS``.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ PART_FILES: dict[str, str] = {
     "communication_log": "communication_log.csv",
     "metadata": "submission.json",
     "privacy": "privacy.json",
+    "personal": "personal",  # a directory: client_{k}.safetensors for k = 0..K-1
 }
 #: what each upload part is, for messages ("track 2 needs a privacy declaration").
 PART_DESCRIPTIONS: dict[str, str] = {
@@ -26,6 +34,7 @@ PART_DESCRIPTIONS: dict[str, str] = {
     "communication_log": "a communication log",
     "metadata": "submission metadata",
     "privacy": "a privacy declaration",
+    "personal": "per-client personalisations (personal/client_{k}.safetensors)",
 }
 
 
@@ -35,9 +44,9 @@ class Track:
 
     Attributes:
         number: the track's number in submissions (``submission.json`` ``track``).
-        name: short name (``communication``, ``privacy``).
-        ranking: the figure a track ranks on (``total_bytes``: fewer first; ``anls``: higher
-            first).
+        name: short name (``communication``, ``privacy``, ``personalisation``).
+        ranking: the figure a track ranks on (``total_bytes``: fewer first; ``anls`` and
+            ``personal_anls``, the mean personalised ANLS: higher first).
         parts: the upload parts a submission of this track needs (keys of :data:`PART_FILES`).
         threshold: the ANLS a submission must reach to be ranked on the real PFL-DocVQA data
             (``None``: no threshold); a benchmark directory may state its own.
@@ -72,9 +81,17 @@ PRIVACY = Track(
     budgets=(1.0, 4.0, 8.0),
     delta=1e-5,
 )
+PERSONALISATION = Track(
+    number=3,
+    name="personalisation",
+    ranking="personal_anls",
+    parts=("model", "communication_log", "metadata", "personal"),
+)
 
 #: number -> track.
-TRACKS: dict[int, Track] = {track.number: track for track in (COMMUNICATION, PRIVACY)}
+TRACKS: dict[int, Track] = {
+    track.number: track for track in (COMMUNICATION, PRIVACY, PERSONALISATION)
+}
 
 
 def get_track(number: int) -> Track:

@@ -203,7 +203,7 @@ def submit(
     run_dir: Path, server: str, token: str, wait: bool, timeout: float, as_json: bool
 ) -> None:
     """Upload RUN_DIR (checkpoint/model.safetensors, communication_log.csv, submission.json,
-    privacy.json for track 2) to the evaluator."""
+    privacy.json for track 2, personal/client_{k}.safetensors for track 3) to the evaluator."""
     from evaluator import client
 
     try:
@@ -233,6 +233,15 @@ def submit(
                 click.echo(
                     f"  privacy claim epsilon={result['results']['epsilon']}: "
                     + ("verified" if result["results"]["privacy_verified"] else "NOT verified")
+                )
+            personal = result["results"]
+            if personal.get("personal_anls") is not None:
+                click.echo(
+                    f"  personalised ANLS {personal['personal_anls']:.4f} "
+                    f"(std {personal['personal_anls_std']:.4f}, worst client "
+                    f"{personal['personal_worst_client']} at {personal['personal_worst_anls']:.4f}); "
+                    f"global model: personal {personal['global_personal_anls']:.4f}, "
+                    f"unseen providers {personal['global_unseen_anls']:.4f}"
                 )
     if wait and result["status"] != "finished":
         sys.exit(1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,9 @@ RUN_FILES = {
 }
 OPTIONAL = {"privacy"}
 FINAL_STATES = {"finished", "rejected", "failed"}
+#: track 3: ``personal/client_{k}.safetensors`` is uploaded as the form field ``personal_{k}``.
+PERSONAL_DIR = "personal"
+_PERSONAL_FILE = re.compile(r"^client_([0-9]+)\.safetensors$")
 
 
 class SubmitError(RuntimeError):
@@ -28,10 +32,11 @@ def run_files(run_dir: Path) -> dict[str, Path]:
         run_dir: a directory written by ``pflkit train``.
 
     Returns:
-        Part name -> file.
+        Form field -> file: the parts of :data:`RUN_FILES`, and ``personal_{k}`` for each
+        ``personal/client_{k}.safetensors`` of a track-3 run.
 
     Raises:
-        SubmitError: a required file is missing.
+        SubmitError: a required file is missing, or ``personal/`` holds anything else.
     """
     parts: dict[str, Path] = {}
     for part, (relative, _) in RUN_FILES.items():
@@ -40,6 +45,15 @@ def run_files(run_dir: Path) -> dict[str, Path]:
             parts[part] = path
         elif part not in OPTIONAL:
             raise SubmitError(f"{path} is missing: a run directory needs {relative}")
+    personal = Path(run_dir) / PERSONAL_DIR
+    if personal.is_dir():
+        for path in sorted(personal.iterdir()):
+            match = _PERSONAL_FILE.match(path.name)
+            if match is None or not path.is_file():
+                raise SubmitError(
+                    f"{path}: {PERSONAL_DIR}/ holds only client_{{k}}.safetensors files"
+                )
+            parts[f"personal_{int(match.group(1))}"] = path
     return parts
 
 
@@ -64,8 +78,7 @@ def submit(run_dir: Path, *, server: str, token: str, timeout: float = 600.0) ->
     handles = {part: path.open("rb") for part, path in parts.items()}
     try:
         files = {
-            part: (RUN_FILES[part][0].rsplit("/", 1)[-1], handles[part], RUN_FILES[part][1])
-            for part in parts
+            part: (path.name, handles[part], _content_type(part)) for part, path in parts.items()
         }
         try:
             response = httpx.post(
@@ -123,6 +136,11 @@ def wait(
                     f"submission {submission_id} still {body['status']} after {timeout:.0f} s"
                 )
             time.sleep(interval)
+
+
+def _content_type(field: str) -> str:
+    """The Content-Type of a form field (personalisations are safetensors files)."""
+    return RUN_FILES[field][1] if field in RUN_FILES else "application/octet-stream"
 
 
 def _detail(response: Any) -> str:

@@ -428,7 +428,8 @@ def find_copy(
 
     Args:
         session: open session.
-        model_sha256: hex digest of the uploaded checkpoint.
+        model_sha256: hex digest of the uploaded checkpoint (with its personalisations for
+            track 3, ``ReceivedParts.fingerprint``).
         track: a `benchmark.tracks` number.
         exclude_id: the submission being checked.
 

@@ -153,6 +153,20 @@ class Submission(Base):
     privacy_verified: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     privacy_report: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
+    # Track 3: mean personalised ANLS (weighted by questions), its spread across clients, the
+    # global model's ANLS on the personal and the unseen-provider questions, per-client figures
+    # ([{client, n, personal_anls, global_anls, personalised}]) and the organisers' report
+    # (files, bytes, tensors replaced under a declared-frozen prefix).
+    personal_anls: Mapped[float | None] = mapped_column(Float, nullable=True)
+    personal_anls_std: Mapped[float | None] = mapped_column(Float, nullable=True)
+    personal_worst_client: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    personal_worst_anls: Mapped[float | None] = mapped_column(Float, nullable=True)
+    global_personal_anls: Mapped[float | None] = mapped_column(Float, nullable=True)
+    global_unseen_anls: Mapped[float | None] = mapped_column(Float, nullable=True)
+    n_personal: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    personal_clients: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
+    personal_report: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+
     hidden: Mapped[bool] = mapped_column(Boolean, default=False)
     disqualified_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
 
@@ -207,8 +221,21 @@ class BoardVersion(Base):
     version: Mapped[int] = mapped_column(BigInteger)
 
 
+class PersonalMetadata(BaseModel):
+    """``submission.json``'s ``personal`` (track 3)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    #: the log round that sends the final global model to the clients before they personalise
+    #: it (after the federated rounds; None when nothing is sent).
+    log_round: int | None = Field(default=None, ge=0, le=1_000_000)
+
+
 class SubmissionMetadata(BaseModel):
-    """The ``metadata`` part of an upload (``submission.json`` of a run directory)."""
+    """The ``metadata`` part of an upload (``submission.json`` of a run directory).
+
+    ``rounds`` may be 0: track 3's ``local-only`` federates nothing.
+    """
 
     model_config = ConfigDict(extra="allow")
 
@@ -217,13 +244,18 @@ class SubmissionMetadata(BaseModel):
     description: str = Field(default="", max_length=10_000)
     clients: int | None = Field(default=None, ge=1, le=100_000)
     clients_per_round: int | None = Field(default=None, ge=1, le=100_000)
-    rounds: int | None = Field(default=None, ge=1, le=1_000_000)
+    rounds: int | None = Field(default=None, ge=0, le=1_000_000)
     sampling: Literal["fixed", "poisson"] | None = None
+    personal: PersonalMetadata | None = None
 
 
 # Scores participants see: 4 decimals, as the competition published them.
 PUBLIC_DECIMALS = 4
-SCORE_FIELDS = ("anls", "accuracy", "anls_in", "anls_out", "accuracy_in", "accuracy_out")
+SCORE_FIELDS = ("anls", "accuracy", "anls_in", "anls_out", "accuracy_in", "accuracy_out",
+                "personal_anls", "personal_anls_std", "personal_worst_anls",
+                "global_personal_anls", "global_unseen_anls")  # fmt: skip
+#: the scores of each per-client entry of ``personal_clients``.
+CLIENT_SCORE_FIELDS = ("personal_anls", "global_anls")
 # Per-round tallies in one API answer (the log may hold up to max_log_rounds rounds).
 MAX_ROUNDS_SHOWN = 1000
 
@@ -263,6 +295,19 @@ class ResultsPublic(BaseModel):
     delta: float | None = None
     privacy_verified: bool | None = None
     privacy_report: dict[str, Any] | None = None
+    personal_anls: float | None = Field(
+        default=None, description="track 3: mean personalised ANLS, weighted by questions"
+    )
+    personal_anls_std: float | None = None
+    personal_worst_client: int | None = None
+    personal_worst_anls: float | None = None
+    global_personal_anls: float | None = None
+    global_unseen_anls: float | None = None
+    n_personal: int | None = None
+    personal_clients: list[dict[str, Any]] | None = Field(
+        default=None, description="track 3: per client n, personal_anls, global_anls"
+    )
+    personal_report: dict[str, Any] | None = None
     scoring_seconds: float | None = None
 
 
@@ -307,6 +352,12 @@ class SubmissionPublic(BaseModel):
                     values[name] = round(values[name], PUBLIC_DECIMALS)
         if values["per_round"] is not None:
             values["per_round"] = values["per_round"][:MAX_ROUNDS_SHOWN]
+        if values["personal_clients"] is not None and not full_precision:
+            values["personal_clients"] = [
+                {k: round(v, PUBLIC_DECIMALS) if k in CLIENT_SCORE_FIELDS and v is not None
+                 else v for k, v in entry.items()}
+                for entry in values["personal_clients"]
+            ]  # fmt: skip
         results = ResultsPublic(**values)
         return cls(
             id=row.id,

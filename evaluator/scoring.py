@@ -42,6 +42,8 @@ class TestScores:
         n_in: in-distribution questions.
         n_out: out-of-distribution questions.
         seconds: wall time of the evaluation.
+        personal: track 3: the personalised figures
+            (:class:`benchmark.evaluation.personal.PersonalisedResult`), else None.
     """
 
     anls: float
@@ -54,6 +56,7 @@ class TestScores:
     n_in: int
     n_out: int
     seconds: float
+    personal: Any = None
 
 
 class Scorer:
@@ -157,6 +160,13 @@ class Scorer:
 
         return resolve_device(self.device_name)
 
+    @cached_property
+    def _personal_splits(self) -> Any:
+        """Each client's personal test questions and the unseen providers' (track 3)."""
+        from benchmark.data import personal_splits
+
+        return personal_splits(self.data_dir, "test")
+
     def prepare(self) -> None:
         """Resolve the device and load the test split, the processor and the spec ahead of the
         first job."""
@@ -184,28 +194,36 @@ class Scorer:
             os.symlink(Path(checkpoint).resolve(), Path(scratch) / "model.safetensors")
             return load_model(scratch, check_values=False).eval()
 
-    def score(self, checkpoint: Path) -> TestScores:
-        """ANLS and accuracy of a checkpoint on the hidden test split, overall and in/out.
+    def score(self, checkpoint: Path, personal: Any = None) -> TestScores:
+        """ANLS and accuracy of a checkpoint on the hidden test split, overall and in/out, and
+        (track 3) the personalised figures of its per-client personalisations.
+
+        One model is in memory: the global pass scores every question once; then each client's
+        personalisation is applied to it in place, its personal questions answered, and the
+        global weights restored (``benchmark.evaluation.evaluate_personalised``).
 
         Args:
             checkpoint: a validated safetensors file.
+            personal: its checked personalisations
+                (:class:`benchmark.model.personalisation.Personalisations`), or None.
 
         Returns:
             The aggregate scores.
         """
-        from benchmark.evaluation import evaluate
+        from benchmark.evaluation import evaluate, evaluate_personalised
 
         model = self.build_model(checkpoint).to(self.device)
         started = time.perf_counter()
-        result = evaluate(
-            model,
-            self._processor,
-            self._test_split,
-            batch_size=self.batch_size,
-            progress=False,
-            cache_dir=self.cache_dir,
-            precision=self.precision,
-        )
+        options = {"batch_size": self.batch_size, "progress": False,
+                   "cache_dir": self.cache_dir, "precision": self.precision}  # fmt: skip
+        result = evaluate(model, self._processor, self._test_split, **options)
+        personalised = None
+        if personal is not None:
+            personalised = evaluate_personalised(
+                model, self._processor, self._test_split, self._personal_splits,
+                personal.load,
+                global_scores={p.question_id: p.anls for p in result.predictions}, **options,
+            )  # fmt: skip
         seconds = time.perf_counter() - started
         inside = _breakdown(result, "in")
         outside = _breakdown(result, "out")
@@ -220,6 +238,7 @@ class Scorer:
             accuracy_out=outside[1],
             n_out=outside[2],
             seconds=seconds,
+            personal=personalised,
         )
 
 

@@ -1,6 +1,8 @@
 """Upload storage: multipart bodies streamed to disk with per-part limits, stored atomically.
 
-An upload is written under ``STORAGE/incoming/<id>/`` while it arrives; only when every part is
+An upload is written under ``STORAGE/incoming/<id>/`` while it arrives (track 3's
+personalisations, one form field ``personal_{k}`` per client, into its ``personal/``
+sub-directory as ``client_{k}.safetensors``: files, never an archive to unpack); only when every part is
 complete and has passed the upload-time checks is the directory flushed and renamed (one
 ``os.replace``) to ``STORAGE/submissions/<id>/``. A failed or interrupted upload leaves nothing
 in ``submissions/`` and its ``incoming/`` directory is removed.
@@ -19,6 +21,7 @@ from typing import Any, BinaryIO
 
 from python_multipart.multipart import MultipartParser, MultipartState, parse_options_header
 
+from benchmark.model.personalisation import PERSONAL_DIR, personal_file_name
 from benchmark.tracks import common_parts, tracks_needing
 
 FILENAMES = {
@@ -26,7 +29,10 @@ FILENAMES = {
     "communication_log": "communication_log.csv",
     "privacy": "privacy.json",
     "metadata": "metadata.json",
+    "personal": PERSONAL_DIR,  # a directory: one file per client, from form fields personal_{k}
 }
+#: the form field of client k's personalisation: ``personal_{k}``.
+PERSONAL_FIELD = re.compile(r"^personal_(0|[1-9][0-9]{0,5})$")
 #: the parts every track needs (``benchmark.tracks``); the others are checked per track.
 REQUIRED_PARTS = common_parts()
 FLUSH_BYTES = 1024 * 1024
@@ -79,7 +85,10 @@ class SubmissionStore:
     def commit(self, submission_id: str) -> Path:
         """Flush an upload to disk and move it into place in one rename."""
         source = self.incoming(submission_id)
-        for path in source.iterdir():
+        for path in sorted(source.rglob("*")):
+            if path.is_dir():
+                _fsync_directory(path)
+                continue
             with path.open("rb") as handle:
                 os.fsync(handle.fileno())
         target = self.directory(submission_id)
@@ -96,10 +105,15 @@ class SubmissionStore:
 def _optional_parts() -> str:
     """Which parts only some tracks need: ``privacy only for track 2``."""
     return ", ".join(
-        f"{part} only for track {' or '.join(map(str, tracks_needing(part)))}"
+        f"{_field_name(part)} only for track {' or '.join(map(str, tracks_needing(part)))}"
         for part in FILENAMES
         if part not in REQUIRED_PARTS
     )
+
+
+def _field_name(part: str) -> str:
+    """The form field(s) of a part: ``personal_{k}`` (one per client) for the personalisations."""
+    return "personal_{k}" if part == "personal" else part
 
 
 def _fsync_directory(path: Path) -> None:
@@ -116,20 +130,52 @@ class ReceivedParts:
     """What an upload delivered.
 
     Attributes:
-        sizes: part name -> bytes received.
-        sha256: part name -> hex SHA-256 of the part's content.
+        sizes: form field -> bytes received (``personal_{k}`` for client k's personalisation).
+        sha256: form field -> hex SHA-256 of the part's content.
     """
 
     sizes: dict[str, int]
     sha256: dict[str, str]
 
+    @property
+    def fingerprint(self) -> str:
+        """What the copy policy compares: the checkpoint's SHA-256, or for a track-3 upload the
+        SHA-256 of the checkpoint's and every personalisation's digests in client order (two
+        teams' ``local-only`` runs share the shipped base as global model, not their
+        personalisations)."""
+        personal = sorted((int(PERSONAL_FIELD.match(name).group(1)), digest)
+                          for name, digest in self.sha256.items() if PERSONAL_FIELD.match(name))  # fmt: skip
+        if not personal:
+            return self.sha256["model"]
+        lines = [f"model {self.sha256['model']}"] + [f"personal_{k} {d}" for k, d in personal]
+        return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class PersonalLimits:
+    """What track-3 personalisation fields an upload may carry.
+
+    Attributes:
+        clients: K; fields ``personal_0`` .. ``personal_{K-1}`` are accepted.
+        max_file_bytes: most bytes of one field.
+        max_total_bytes: most bytes of all of them together.
+    """
+
+    clients: int
+    max_file_bytes: int
+    max_total_bytes: int
+
 
 class _PartWriter:
     """python-multipart callbacks that write each allowed part to its own file."""
 
-    def __init__(self, directory: Path, limits: dict[str, int]) -> None:
+    def __init__(
+        self, directory: Path, limits: dict[str, int], personal: PersonalLimits | None = None
+    ) -> None:
         self.directory = directory
-        self.limits = limits
+        self.limits = dict(limits)
+        self.personal = personal
+        self.personal_bytes = 0
         self.received: dict[str, int] = {}
         self.hashes: dict[str, Any] = {}
         self._headers: dict[bytes, bytes] = {}
@@ -177,18 +223,40 @@ class _PartWriter:
             )
         _, options = parse_options_header(disposition)
         name = options.get(b"name", b"").decode("utf-8", "replace")
-        if name not in self.limits:
-            raise UploadError(
-                422,
-                f"unknown form field {name[:40]!r}; send the fields "
-                f"{', '.join(FILENAMES)} ({_optional_parts()})",
-            )
+        target = self._target(name)
         if name in self.received:
             raise UploadError(422, f"form field {name!r} sent twice")
         self._name = name
         self.received[name] = 0
         self.hashes[name] = hashlib.sha256()
-        self._handle = (self.directory / FILENAMES[name]).open("wb")
+        target.parent.mkdir(exist_ok=True)
+        self._handle = target.open("wb")
+
+    def _target(self, name: str) -> Path:
+        """The file a form field is written to (``personal_{k}``: ``personal/client_{k}...``).
+
+        Raises:
+            UploadError: 422 for an unknown field or a client outside 0..K-1.
+        """
+        match = PERSONAL_FIELD.match(name)
+        if match is not None and self.personal is not None:
+            client = int(match.group(1))
+            if client >= self.personal.clients:
+                raise UploadError(
+                    422,
+                    f"{name}: client {client} is out of range; the benchmark has clients "
+                    f"0..{self.personal.clients - 1} (one field personal_{{k}} per client)",
+                )
+            self.limits[name] = self.personal.max_file_bytes
+            return self.directory / PERSONAL_DIR / personal_file_name(client)
+        if name not in self.limits or name == "personal":
+            fields = [_field_name(part) for part in FILENAMES]
+            raise UploadError(
+                422,
+                f"unknown form field {name[:40]!r}; send the fields "
+                f"{', '.join(fields)} ({_optional_parts()})",
+            )
+        return self.directory / FILENAMES[name]
 
     def _part_data(self, data: bytes, start: int, end: int) -> None:
         assert self._name is not None and self._handle is not None
@@ -197,6 +265,14 @@ class _PartWriter:
             raise UploadError(
                 413, f"{self._name} exceeds the limit of {self.limits[self._name]} bytes"
             )
+        if self.personal is not None and self._name.startswith("personal_"):
+            self.personal_bytes += end - start
+            if self.personal_bytes > self.personal.max_total_bytes:
+                raise UploadError(
+                    413,
+                    f"{self._name}: the personalisations exceed the limit of "
+                    f"{self.personal.max_total_bytes} bytes in all",
+                )
         self._handle.write(data[start:end])
         self.hashes[self._name].update(data[start:end])
 
@@ -216,6 +292,7 @@ async def receive_multipart(
     *,
     limits: dict[str, int],
     max_total: int,
+    personal: PersonalLimits | None = None,
 ) -> ReceivedParts:
     """Stream a ``multipart/form-data`` body into ``directory``, one file per part.
 
@@ -225,6 +302,7 @@ async def receive_multipart(
         directory: an empty directory to write into.
         limits: allowed part name -> most bytes.
         max_total: most bytes of the whole body.
+        personal: the track-3 personalisation fields accepted (``personal_{k}``), if any.
 
     Returns:
         The size and SHA-256 of every part.
@@ -247,7 +325,7 @@ async def receive_multipart(
             f"{MAX_BOUNDARY_CHARS}",
         )
     directory.mkdir(parents=True, exist_ok=False)
-    writer = _PartWriter(directory, limits)
+    writer = _PartWriter(directory, limits, personal)
     parser = MultipartParser(boundary, writer.callbacks())
     total = 0
     buffer = bytearray()

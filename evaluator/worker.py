@@ -33,11 +33,18 @@ from evaluator.scoring import Scorer
 from evaluator.storage import FILENAMES, REQUIRED_PARTS, SubmissionStore
 from evaluator.validation import InvalidSubmission
 from evaluator.validation.checkpoint import validate_checkpoint
-from evaluator.validation.commlog import CommunicationTally, parse_log
+from evaluator.validation.commlog import CommunicationTally, declared_shape, parse_log
+from evaluator.validation.personal import (
+    check_personalisations,
+    declared_frozen,
+    frozen_replacements,
+)
 from evaluator.validation.privacy import load_declaration, verify_declaration
 from evaluator.validation.track_parts import check_track_parts
 
 logger = logging.getLogger("evaluator.worker")
+#: a part's scoring step: (stored directory, the log's tally, metadata) -> result columns.
+PartStep = Callable[[Path, CommunicationTally, SubmissionMetadata], dict[str, Any]]
 
 
 def worker_name() -> str:
@@ -95,10 +102,11 @@ class JobRunner:
         self.scorer = scorer or Scorer.from_settings(settings)
         #: scoring steps of the parts only some tracks need (``benchmark.tracks``), keyed by
         #: part: each reads its stored file and returns result columns. They run after the
-        #: checks every track shares and before the costly test-set scoring; a new track's
-        #: own part (track 3's personal models) adds its step here.
-        self.part_steps: dict[str, Callable[[Path, CommunicationTally], dict[str, Any]]] = {
+        #: checks every track shares and before the costly test-set scoring, which scores
+        #: track 3's personalisations with the global model (:meth:`Scorer.score`).
+        self.part_steps: dict[str, PartStep] = {
             "privacy": self._verify_privacy,
+            "personal": self._check_personal,
         }
 
     def __call__(self, submission_id: str) -> str:
@@ -231,9 +239,7 @@ class JobRunner:
             clients=self.scorer.clients,
             max_bytes=settings.max_log_bytes,
             max_rows=settings.max_log_rows,
-            clients_per_round=metadata.clients_per_round,
-            rounds=metadata.rounds,
-            sampling=metadata.sampling,
+            **declared_shape(metadata, track),
             max_rounds=settings.max_log_rounds,
             max_messages_per_round=2 * self.scorer.clients * settings.max_messages_per_client_round,
         )
@@ -249,10 +255,15 @@ class JobRunner:
         check_track_parts(track, directory, exclude=REQUIRED_PARTS)
         for part in track.parts:
             if part in self.part_steps:
-                values.update(self.part_steps[part](directory, tally))
+                values.update(self.part_steps[part](directory, tally, metadata))
             elif part not in REQUIRED_PARTS:
                 raise LookupError(f"track {track.number}'s part {part!r} has no scoring step")
-        scores = self.scorer.score(model_path)
+        personal = None
+        if "personal" in track.parts:
+            personal = self._personalisations(directory, check_values=False)
+        scores = self.scorer.score(model_path, personal)
+        if scores.personal is not None:
+            values.update(personal_columns(scores.personal))
         values.update(
             anls=scores.anls,
             accuracy=scores.accuracy,
@@ -267,7 +278,43 @@ class JobRunner:
         )
         return values
 
-    def _verify_privacy(self, directory: Path, tally: CommunicationTally) -> dict[str, Any]:
+    def _personalisations(self, directory: Path, *, check_values: bool = True) -> Any:
+        """The stored ``personal/`` checked against the benchmark's K and the reference's
+        tensors, within the settings' limits."""
+        return check_personalisations(
+            directory / FILENAMES["personal"], self.scorer.expected_spec, self.scorer.clients,
+            max_file_bytes=self.settings.max_personal_file_bytes,
+            max_total_bytes=self.settings.max_personal_bytes, check_values=check_values,
+        )  # fmt: skip
+
+    def _check_personal(
+        self, directory: Path, tally: CommunicationTally, metadata: SubmissionMetadata
+    ) -> dict[str, Any]:
+        """Track 3: every personalisation checked (values included), and flagged when it
+        replaces tensors the method declared frozen (never sent): those are accepted, and the
+        report tells the organisers that the log must count whatever produced them."""
+        personal = self._personalisations(directory)
+        frozen = declared_frozen(metadata.model_dump(mode="json"))
+        touched = frozen_replacements(personal, frozen)
+        report = {
+            "files_bytes": personal.total_bytes,
+            "personalised_clients": [k for k in range(personal.clients)
+                                     if not personal.is_empty(k)],
+            "declared_frozen": list(frozen),
+            "frozen_replaced": {str(k): len(names) for k, names in touched.items()},
+            "log_bytes": tally.total_bytes,
+        }  # fmt: skip
+        if touched:
+            report["flag"] = (
+                f"the personalisations of client(s) {sorted(touched)} replace tensors under "
+                f"the declared-frozen prefixes {list(frozen)}; the log must count the bytes "
+                "of whatever produced them"
+            )
+        return {"personal_report": report}
+
+    def _verify_privacy(
+        self, directory: Path, tally: CommunicationTally, metadata: SubmissionMetadata
+    ) -> dict[str, Any]:
         """The privacy declaration verified with the accountant against the log's tally."""
         declaration = load_declaration(
             directory / FILENAMES["privacy"], max_bytes=self.settings.max_json_bytes
@@ -281,6 +328,24 @@ class JobRunner:
             "privacy_verified": verified,
             "privacy_report": report,
         }
+
+
+def personal_columns(result: Any) -> dict[str, Any]:
+    """The result columns of track 3's figures (a ``PersonalisedResult``)."""
+    return {
+        "personal_anls": result.personal_anls,
+        "personal_anls_std": result.personal_anls_std,
+        "personal_worst_client": result.worst_client,
+        "personal_worst_anls": result.worst_anls,
+        "global_personal_anls": result.global_personal_anls,
+        "global_unseen_anls": result.unseen_anls,
+        "n_personal": result.n,
+        "personal_clients": [
+            {"client": c.client, "n": c.n, "personal_anls": c.personal_anls,
+             "global_anls": c.global_anls, "personalised": c.personalised}
+            for c in result.clients
+        ],
+    }  # fmt: skip
 
 
 def reap(settings: Settings, queue: TaskQueue, store: SubmissionStore) -> dict[str, int]:

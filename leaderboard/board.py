@@ -7,13 +7,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from benchmark.tracks import COMMUNICATION, PRIVACY, TRACKS
+from benchmark.tracks import COMMUNICATION, PERSONALISATION, PRIVACY, TRACKS
 from leaderboard.ranking import Row, Table, TrackResult, Unranked, rank_track
 
 # Scores are published with as many decimals as the competition did; more would let repeated
 # submissions probe individual hidden answers. Organisers see full precision.
 PUBLIC_DECIMALS = 4
-SCORE_FIELDS = ("anls", "anls_in", "anls_out", "accuracy")
+SCORE_FIELDS = ("anls", "anls_in", "anls_out", "accuracy", "personal_anls", "personal_anls_std",
+                "personal_worst_anls", "global_unseen_anls")  # fmt: skip
 INTEGER_COLUMNS = ("track", "rank", "total_bytes")
 # OWASP CSV injection: a cell starting with one of these is run as a formula by spreadsheets.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -21,7 +22,8 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 # Columns of the CSV export (web and command line).
 CSV_COLUMNS = [
     "track", "budget", "rank", "team", "method", "anls", "anls_in", "anls_out", "accuracy",
-    "total_bytes", "epsilon", "delta", "privacy_verified", "created_at", "status", "reason", "id",
+    "total_bytes", "epsilon", "delta", "privacy_verified", "personal_anls", "personal_anls_std",
+    "personal_worst_anls", "global_unseen_anls", "created_at", "status", "reason", "id",
 ]  # fmt: skip
 
 
@@ -58,6 +60,11 @@ class Board:
     def track2_unranked(self) -> list[Unranked]:
         """Track-2 submissions that qualify for no budget."""
         return self.tracks[PRIVACY.number].unranked
+
+    @property
+    def track3(self) -> Table:
+        """The track-3 table (with its unranked submissions)."""
+        return self.tracks[PERSONALISATION.number].tables[None]
 
 
 def _public(unranked: Unranked) -> Unranked:

@@ -1,6 +1,6 @@
 """Command-line group of the `leaderboard` package (wired into `pflkit` by pflkit/cli.py).
 
-``pflkit leaderboard show`` prints both tracks' tables (or one, or JSON) from the evaluator's
+``pflkit leaderboard show`` prints every track's tables (or one, or JSON) from the evaluator's
 database; ``pflkit leaderboard export`` writes them as CSV.
 """
 
@@ -50,7 +50,7 @@ _ALL = click.option(
 
 def _board(database_url: str | None, storage_dir: Path | None, data_dir: Path | None,
            threshold: float | None, all_submissions: bool) -> Any:  # fmt: skip
-    """Read the database and rank both tracks."""
+    """Read the database and rank every track."""
     from pydantic import ValidationError
 
     from evaluator.core.config import Settings
@@ -118,7 +118,7 @@ def _print_table(title: str, entries: list[dict[str, Any]]) -> None:
 
 @click.group()
 def leaderboard() -> None:
-    """Rankings of both tracks from the evaluator's database (pages: `pflkit serve`, /leaderboard)."""
+    """Rankings of every track from the evaluator's database (pages: `pflkit serve`, /leaderboard)."""
 
 
 @leaderboard.command()
@@ -147,9 +147,33 @@ def show(database_url: str | None, storage_dir: Path | None, data_dir: Path | No
                 _print_table(
                     f"Track {number}: epsilon <= {budget} (verified claims, highest ANLS)", entries
                 )
+        elif board.tracks[number].track.ranking == "personal_anls":
+            _print_personal_table(
+                f"Track {number}: highest mean personalised ANLS (std, worst client, global "
+                "model on unseen providers)", answer["ranked"],
+            )  # fmt: skip
         else:
             _print_table(f"Track {number}: {_headline(board, number)}", answer["ranked"])
         click.echo(f"  not ranked: {len(board.tracks[number].unranked)}")
+
+
+def _print_personal_table(title: str, entries: list[dict[str, Any]]) -> None:
+    """A plain-text table of ranked track-3 entries."""
+    from leaderboard.formatting import human_bytes, score
+
+    click.echo(f"\n{title}")
+    if not entries:
+        click.echo("  (no ranked submission)")
+        return
+    click.echo(f"  {'#':>3}  {'team':<20} {'method':<28} {'pers.':>7} {'std':>7} {'worst':>7} "
+               f"{'unseen':>7} {'bytes':>9}")  # fmt: skip
+    for e in entries:
+        click.echo(
+            f"  {e['rank']:>3}  {e['team'][:20]:<20} {e['method'][:28]:<28} "
+            f"{score(e['personal_anls']):>7} {score(e['personal_anls_std']):>7} "
+            f"{score(e['personal_worst_anls']):>7} {score(e['global_unseen_anls']):>7} "
+            f"{human_bytes(e['total_bytes']):>9}"
+        )
 
 
 def _headline(board: Any, number: int) -> str:

@@ -2,7 +2,9 @@
 
 Track 1: test ANLS against total bytes on a log axis, with the threshold line; ranked
 submissions filled, the ones below the threshold hollow. Track 2: test ANLS against the claimed
-epsilon of verified claims, with the budgets as vertical guides. :data:`PLOTS` maps a track's
+epsilon of verified claims, with the budgets as vertical guides. Track 3: per client, the
+personalised ANLS (filled) against the global model's (hollow) for the top submissions.
+:data:`PLOTS` maps a track's
 ranking figure to its plot, as ``leaderboard.ranking.RANKINGS`` does to its ranking function.
 """
 
@@ -11,10 +13,13 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Sequence
 
-from benchmark.tracks import COMMUNICATION, PRIVACY
+from benchmark.tracks import COMMUNICATION, PERSONALISATION, PRIVACY
 from leaderboard.ranking import BUDGETS, Row, TrackResult
 
 _SIZE = (7.0, 3.6)
+#: submissions of the track-3 plot: the top of the ranking.
+TOP_PERSONAL = 3
+_COLOURS = ("tab:blue", "tab:orange", "tab:green")
 
 
 def _figure():  # type: ignore[no-untyped-def]
@@ -101,6 +106,45 @@ def track2_png(
     return _png(figure)
 
 
+def track3_png(rows: Sequence[Row]) -> bytes:
+    """Per client: personalised ANLS (filled) and the global model's (hollow), joined.
+
+    Args:
+        rows: the top track-3 submissions, best first (at most :data:`TOP_PERSONAL` are drawn),
+            with their per-client figures.
+
+    Returns:
+        The PNG image.
+    """
+    figure, axes = _figure()
+    clients: set[int] = set()
+    for index, row in enumerate(list(rows)[:TOP_PERSONAL]):
+        scored = [c for c in row.personal_clients or () if c.get("n")]
+        if not scored:
+            continue
+        colour = _COLOURS[index % len(_COLOURS)]
+        xs = [int(c["client"]) + (index - 1) * 0.12 for c in scored]
+        clients.update(int(c["client"]) for c in scored)
+        # Plain text: a team name such as "$\\frac{a}$" must not be parsed as mathtext.
+        label = f"{index + 1}. {row.team}".replace("$", "\\$")
+        personal = [c["personal_anls"] for c in scored]
+        shared = [c["global_anls"] for c in scored]
+        # clients are categories: no line joins them; a segment joins a client's two figures.
+        axes.vlines(xs, shared, personal, color=colour, linewidth=1, alpha=0.6)
+        axes.scatter(xs, personal, s=24, color=colour, label=f"{label}: personalised")
+        axes.scatter(xs, shared, s=24, facecolors="none", edgecolors=colour,
+                     label=f"{label}: global")  # fmt: skip
+    if clients:
+        axes.set_xticks(sorted(clients))
+        axes.legend(loc="lower right", fontsize=7, ncols=2)
+    axes.set_ylim(0, 1)
+    axes.set_xlabel("client (its own test questions)")
+    axes.set_ylabel("test ANLS")
+    axes.set_title(f"Track {PERSONALISATION.number}: personalised against global model, per client")
+    axes.grid(True, alpha=0.3)
+    return _png(figure)
+
+
 def _bytes_plot(result: TrackResult) -> bytes:
     """A communication track: its ranked rows and those below the threshold."""
     (table,) = result.tables.values()
@@ -115,10 +159,17 @@ def _epsilon_plot(result: TrackResult) -> bytes:
                       delta=result.track.delta)  # fmt: skip
 
 
+def _personal_plot(result: TrackResult) -> bytes:
+    """A personalisation track: the top ranked submissions, per client."""
+    (table,) = result.tables.values()
+    return track3_png([e.row for e in table.ranked[:TOP_PERSONAL]])
+
+
 #: ``Track.ranking`` -> the plot of a track ranked on that figure.
 PLOTS: dict[str, Callable[[TrackResult], bytes]] = {
     "total_bytes": _bytes_plot,
     "anls": _epsilon_plot,
+    "personal_anls": _personal_plot,
 }
 
 

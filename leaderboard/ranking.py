@@ -15,6 +15,10 @@ a stronger guarantee never hides a result from a looser column. With ``nested=Fa
 counts only in the smallest budget that covers it, the competition's one-submission-per-budget
 reading. Columns are ranked by test ANLS, highest first.
 
+Track 3 (personalisation): finished submissions with a mean personalised ANLS (each client's
+personalised model on its own test questions, weighted by questions) are ranked by it, highest
+first; the global model's unseen-provider ANLS and the total bytes are shown beside it.
+
 Ties (equal bytes, equal ANLS) go to the earlier submission, then to the smaller id so the order
 is total and stable. By default each team keeps only its best submission per table.
 """
@@ -26,7 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmark.tracks import COMMUNICATION, PRIVACY, Track
+from benchmark.tracks import COMMUNICATION, PERSONALISATION, PRIVACY, Track
 
 BUDGETS: tuple[float, ...] = PRIVACY.budgets
 DELTA: float = PRIVACY.delta
@@ -49,6 +53,12 @@ class Row:
         total_bytes: the evaluator's tally of the communication log, both directions.
         epsilon, delta: the track-2 claim.
         privacy_verified: whether the claim passed ``accountant.verify`` and the log cross-check.
+        personal_anls: track 3's mean personalised ANLS (weighted by questions).
+        personal_anls_std: its standard deviation across clients.
+        personal_worst_anls: the worst client's personalised ANLS.
+        global_unseen_anls: the global model's ANLS on the unseen providers.
+        personal_clients: per-client figures (``client``, ``n``, ``personal_anls``,
+            ``global_anls``) for the track-3 plot; not exported.
         hidden: hidden by the organisers.
         disqualified_reason: set when the organisers disqualified the submission.
     """
@@ -68,6 +78,11 @@ class Row:
     epsilon: float | None = None
     delta: float | None = None
     privacy_verified: bool | None = None
+    personal_anls: float | None = None
+    personal_anls_std: float | None = None
+    personal_worst_anls: float | None = None
+    global_unseen_anls: float | None = None
+    personal_clients: tuple[dict[str, Any], ...] | None = None
     hidden: bool = False
     disqualified_reason: str | None = None
 
@@ -88,6 +103,10 @@ class Row:
             "epsilon": self.epsilon,
             "delta": self.delta,
             "privacy_verified": self.privacy_verified,
+            "personal_anls": self.personal_anls,
+            "personal_anls_std": self.personal_anls_std,
+            "personal_worst_anls": self.personal_worst_anls,
+            "global_unseen_anls": self.global_unseen_anls,
         }
 
 
@@ -189,21 +208,43 @@ def rank_track1(
     """
     if not 0.0 <= threshold <= 1.0:
         raise ValueError(f"the track-1 threshold is an ANLS in [0, 1], got {threshold}")
+
+    def reason(row: Row) -> str | None:
+        if row.total_bytes is None:
+            return "no communication tally"
+        if row.anls is not None and row.anls < threshold:
+            return f"ANLS {row.anls:.4f} below the threshold {threshold:.4f}"
+        return None
+
+    return _one_table(rows, track, reason, lambda r: r.total_bytes, all_submissions)
+
+
+def _one_table(rows: Iterable[Row], track: Track, reason_of: Callable[[Row], str | None],
+               figure: Callable[[Row], float], all_submissions: bool) -> Table:  # fmt: skip
+    """A track's single table: its rows that pass :func:`exclusion_reason` and ``reason_of``,
+    ordered by ``figure`` (smallest first), ties to the earlier submission.
+
+    Args:
+        rows: submissions of any track (other tracks are ignored).
+        track: the track (its number selects the rows, its name titles the table).
+        reason_of: the track's own reason a row cannot be ranked, or None.
+        figure: what the rows are ordered on.
+        all_submissions: rank every valid submission instead of each team's best.
+
+    Returns:
+        The table with its unranked rows.
+    """
     table = Table(title=f"Track {track.number}: {track.name}")
     valid: list[Row] = []
     for row in rows:
         if row.track != track.number:
             continue
-        reason = exclusion_reason(row)
-        if reason is None and row.total_bytes is None:
-            reason = "no communication tally"
-        if reason is None and row.anls is not None and row.anls < threshold:
-            reason = f"ANLS {row.anls:.4f} below the threshold {threshold:.4f}"
+        reason = exclusion_reason(row) or reason_of(row)
         if reason is None:
             valid.append(row)
         else:
             table.unranked.append(Unranked(row=row, reason=reason))
-    valid.sort(key=lambda r: (r.total_bytes, *_tie_key(r)))
+    valid.sort(key=lambda r: (figure(r), *_tie_key(r)))
     table.ranked = _numbered(valid if all_submissions else _best_per_team(valid))
     table.unranked.sort(key=lambda u: _tie_key(u.row))
     return table
@@ -270,6 +311,26 @@ def rank_track2(
     return tables, unranked
 
 
+def rank_track3(
+    rows: Iterable[Row], *, all_submissions: bool = False, track: Track = PERSONALISATION
+) -> Table:
+    """Rank track-3 submissions by mean personalised ANLS, highest first.
+
+    Args:
+        rows: submissions of any track (other tracks are ignored).
+        all_submissions: rank every valid submission instead of each team's best.
+        track: the track ranked this way (its number selects the rows, its name titles the
+            table).
+
+    Returns:
+        The track-3 table.
+    """
+    return _one_table(
+        rows, track, lambda r: "no personalised score" if r.personal_anls is None else None,
+        lambda r: -r.personal_anls, all_submissions,
+    )  # fmt: skip
+
+
 @dataclass
 class TrackResult:
     """One track's rankings.
@@ -325,6 +386,14 @@ def rank_by_anls_per_budget(rows: Sequence[Row], track: Track, threshold: float 
         track=track,
     )  # fmt: skip
     return TrackResult(track, dict(tables), unranked, threshold)
+
+
+@ranking("personal_anls")
+def rank_by_personal_anls(rows: Sequence[Row], track: Track, threshold: float | None,
+                          all_submissions: bool) -> TrackResult:  # fmt: skip
+    """Highest mean personalised ANLS first (track 3)."""
+    table = rank_track3(rows, all_submissions=all_submissions, track=track)
+    return TrackResult(track, {None: table}, table.unranked, threshold)
 
 
 def rank_track(rows: Sequence[Row], track: Track, *, threshold: float | None = None,

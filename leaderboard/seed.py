@@ -42,7 +42,7 @@ def add_submission(
     Args:
         session: open session.
         team: team name (registered when new).
-        track: 1 or 2.
+        track: a track number.
         method: method name.
         status: final state (finished, rejected, failed, queued...).
         reason: the rejection or failure reason.

@@ -29,6 +29,11 @@ _COLUMNS = (
     Submission.epsilon,
     Submission.delta,
     Submission.privacy_verified,
+    Submission.personal_anls,
+    Submission.personal_anls_std,
+    Submission.personal_worst_anls,
+    Submission.global_unseen_anls,
+    Submission.personal_clients,
     Submission.hidden,
     Submission.disqualified_reason,
 )
@@ -39,7 +44,7 @@ def load_rows(session: Session, *, track: int | None = None) -> list[Row]:
 
     Args:
         session: an open session on the evaluator's database.
-        track: 1 or 2 to read only that track.
+        track: a track number to read only that track.
 
     Returns:
         The rows.
@@ -65,8 +70,13 @@ def load_rows(session: Session, *, track: int | None = None) -> list[Row]:
             epsilon=r[12],
             delta=r[13],
             privacy_verified=r[14],
-            hidden=bool(r[15]),
-            disqualified_reason=r[16],
+            personal_anls=r[15],
+            personal_anls_std=r[16],
+            personal_worst_anls=r[17],
+            global_unseen_anls=r[18],
+            personal_clients=tuple(r[19]) if r[19] else None,
+            hidden=bool(r[20]),
+            disqualified_reason=r[21],
         )
         for r in session.execute(statement)
     ]

@@ -1,10 +1,10 @@
 """The leaderboard's routes, mounted on the evaluator's FastAPI app by ``pflkit.app``.
 
-Pages: ``GET /leaderboard`` (both tracks; ``?all=true`` for every submission),
-``GET /leaderboard/submissions/{id}`` (communication per round, privacy report),
-``GET /leaderboard/plots/track1.png`` and ``track2.png``, ``GET /leaderboard/organiser``
+Pages: ``GET /leaderboard`` (every track; ``?all=true`` for every submission),
+``GET /leaderboard/submissions/{id}`` (communication per round, privacy report, track 3's
+figures), ``GET /leaderboard/plots/track{1,2,3}.png``, ``GET /leaderboard/organiser``
 (every submission with status and reason; re-score, hide, disqualify). Exports:
-``GET /api/v1/leaderboard?track=1|2`` (JSON) and ``GET /api/v1/leaderboard.csv``.
+``GET /api/v1/leaderboard?track=N`` (JSON) and ``GET /api/v1/leaderboard.csv``.
 Organiser actions: ``POST /api/v1/leaderboard/submissions/{id}/{action}`` with the organiser's
 bearer token, or the organiser page's forms (an opaque, expiring session id in a Secure,
 HTTP-only, strict same-site cookie). Authentication is ``evaluator.api.deps``'s; every write goes
@@ -118,7 +118,7 @@ def style() -> Response:
 
 @router.get("/leaderboard", response_class=HTMLResponse)
 def leaderboard_page(request: Request, all: bool = Query(False, alias="all")) -> HTMLResponse:
-    """Both tracks: ranked tables, plots and the unranked submissions with reasons."""
+    """Every track: ranked tables, plots and the unranked submissions with reasons."""
 
     def render(session: Session) -> bytes:
         context = {
@@ -160,7 +160,8 @@ def _plot(session: Session, request: Request, track: int) -> bytes:
 def plot(
     request: Request, track: Annotated[int, Path(ge=min(TRACKS), le=max(TRACKS))]
 ) -> Response:
-    """Track 1: ANLS against bytes (log) with the threshold; track 2: ANLS against epsilon."""
+    """Track 1: ANLS against bytes (log) with the threshold; track 2: ANLS against epsilon;
+    track 3: personalised against global ANLS per client."""
     return Response(
         _view(request, ("plot", track), lambda session: _plot(session, request, track)),
         media_type="image/png",
@@ -189,7 +190,7 @@ def leaderboard_csv(
     track: int | None = Query(None, ge=min(TRACKS), le=max(TRACKS), description="one track only"),
     all: bool = Query(False, description="every submission, not only each team's best"),
 ) -> Response:
-    """Both tracks (or one) as CSV, one line per table entry (pandas)."""
+    """Every track (or one) as CSV, one line per table entry (pandas)."""
 
     def render(session: Session) -> bytes:
         board = _board(request, session, all_submissions=all, public=True)

@@ -9,8 +9,11 @@ can hold an inner method and override only :meth:`Method.compute_update`.
 A method owns its options (``option_classes``, see :mod:`baselines.options`) and may declare
 presets (``presets``); every module of :mod:`baselines.methods` is discovered, so a new method is
 one new file. Its hooks into the client loop are :meth:`Method.local_loss` (a proximal or
-distillation term), per-client state (``ClientJob.state``, saved with the run for ``--resume``)
-and :meth:`Method.personal_model` (what a client's final model is).
+distillation term), per-client state (``ClientJob.state``, saved with the run for ``--resume``),
+:meth:`Method.personalise` (local work of every client after the last round, e.g. fine-tuning)
+and :meth:`Method.personal_model` (what a client's final model is). A method with
+``personal = True`` makes a track-3 run: its personal models are written as
+``personal/client_{k}.safetensors`` beside the global checkpoint.
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ class Method(ABC):
     prefix: str = ""
     #: the method protects providers: the run writes ``privacy.json`` and belongs to track 2.
     private: ClassVar[bool] = False
+    #: each client ends with a model of its own: the run writes ``personal/`` (track 3).
+    personal: ClassVar[bool] = False
     #: the options dataclasses of the method (see :mod:`baselines.options`).
     option_classes: ClassVar[tuple[type, ...]] = ()
     #: presets the method brings (name -> preset data, as in :mod:`baselines.presets`; the key
@@ -116,6 +121,24 @@ class Method(ABC):
         """
         del job, batch
         return outputs.loss
+
+    def personalises(self) -> bool:
+        """Whether every client runs :meth:`personalise` after the last round (default: no).
+
+        The engine then sends the final global model to each client (logged as round R + 1;
+        after 0 rounds the clients start from the base they hold, and nothing is sent), calls
+        :meth:`personalise` and keeps the client's state; nothing is sent back.
+        """
+        return False
+
+    def personalise(self, job: ClientJob) -> None:
+        """A client's local work after the last round (fine-tuning, say), kept in ``job.state``.
+
+        Args:
+            job: the client's job, the final global weights loaded (``job.start_weights``).
+        """
+        del job
+        raise NotImplementedError(f"method {self.name!r} does not personalise")
 
     def personal_model(self, model: nn.Module, state: Mapping[str, torch.Tensor]) -> nn.Module:
         """A client's final personal model (default: the global model, unchanged).

@@ -11,5 +11,6 @@ from benchmark.lazy_exports import lazy_exports
 __all__, __getattr__ = lazy_exports(__name__, {
     "loop": ("DEFAULT_BATCH_SIZE", "VisualTokenCache", "default_cache_dir", "evaluate", "predict",
              "score_predictions"),
+    "personal": ("ClientScore", "PersonalisedResult", "evaluate_personalised"),
     "result": ("EvaluationResult", "GroupScore", "Prediction"),
 })  # fmt: skip

@@ -45,6 +45,14 @@ import click
               help="auto (CUDA when present, else CPU), cpu, cuda or cuda:N.")
 @click.option("--precision", type=click.Choice(["fp32", "bf16"]), default="fp32",
               show_default=True, help="bf16: autocast on the forward passes (not bit-compatible).")
+@click.option(
+    "--personal",
+    "personal_dir",
+    type=click.Path(exists=True, file_okay=False),
+    default=None,
+    help="Track 3: a personal/ directory (client_{k}.safetensors); score each client's "
+    "personalised model on its personal questions and the global model on unseen providers.",
+)
 def evaluate(
     checkpoint: str,
     data_dir: str,
@@ -57,10 +65,13 @@ def evaluate(
     max_answer_tokens: int | None,
     device: str,
     precision: str,
+    personal_dir: str | None,
 ) -> None:
     """Print ANLS and accuracy of CHECKPOINT (a directory, or `base`) on a split.
 
-    Test scores are also broken down into in- and out-of-distribution questions.
+    Test scores are also broken down into in- and out-of-distribution questions. With
+    --personal, print the track-3 figures instead: per-client personalised and global ANLS,
+    their weighted mean, spread and worst client, and the global unseen-provider ANLS.
     """
     from transformers.utils import logging as hf_logging
 
@@ -77,6 +88,19 @@ def evaluate(
         raise click.BadParameter(str(error), param_hint="--device") from None
     model, processor, dataset = load_for_scoring(checkpoint, data_dir, split, images_dir)
     model.to(torch_device)
+    if personal_dir is not None:
+        if limit is not None or predictions_path is not None:
+            raise click.BadParameter("--personal scores whole personal splits: drop --limit and "
+                                     "--predictions", param_hint="--personal")
+        result = _score_personal(model, processor, dataset, data_dir, split, personal_dir,
+                                 batch_size=batch_size, max_new_tokens=max_answer_tokens,
+                                 precision=precision)
+        if as_json:
+            click.echo(json.dumps({"checkpoint": checkpoint, "split": split,
+                                   "personal": personal_dir, **result.summary()}))
+        else:
+            _print_personal(result, checkpoint, split)
+        return
     if limit is not None:
         dataset = dataset.select(range(min(limit, len(dataset))))
     try:
@@ -114,6 +138,51 @@ def load_for_scoring(checkpoint: str, data_dir: str, split: str,
                 load_split(data_dir, split, images_dir=images_dir))
     except (CheckpointError, FileNotFoundError, DataError) as error:
         raise click.ClickException(str(error)) from None
+
+
+def _score_personal(model, processor, dataset, data_dir: str, split: str, personal_dir: str,
+                    **options):
+    """Track-3 figures of a checkpoint and its personalisations; bad input is a CLI error."""
+    from benchmark.data import DataError, personal_splits
+    from benchmark.evaluation.loop import default_cache_dir
+    from benchmark.evaluation.personal import evaluate_personalised
+    from benchmark.model import CheckpointError, expected_tensor_spec, read_personalisations
+
+    try:
+        splits = personal_splits(data_dir, split)
+        personal = read_personalisations(personal_dir, expected_tensor_spec(model.config),
+                                         splits.num_clients)
+        return evaluate_personalised(model, processor, dataset, splits, personal.load,
+                                     cache_dir=default_cache_dir(), **options)
+    except (CheckpointError, DataError, ValueError) as error:
+        raise click.ClickException(str(error)) from None
+
+
+def _print_personal(result, checkpoint: str, split: str) -> None:
+    """Human-readable track-3 figures."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{checkpoint} personalised on {split}: {result.n} personal questions, "
+                        f"{result.unseen_n} of unseen providers, {result.seconds:.0f} s")
+    for column in ("client", "n", "personalised ANLS", "global ANLS", "personalisation"):
+        table.add_column(column, justify="left" if column == "client" else "right")
+    for score in result.clients:
+        table.add_row(str(score.client), str(score.n), _figure(score.personal_anls),
+                      _figure(score.global_anls), "yes" if score.personalised else "empty")
+    table.add_row("mean (by questions)", str(result.n), f"{result.personal_anls:.4f}",
+                  f"{result.global_personal_anls:.4f}", "", end_section=True)
+    Console().print(table)
+    Console().print(
+        f"personalised ANLS {result.personal_anls:.4f} ± {result.personal_anls_std:.4f} "
+        f"(std across clients), worst client {result.worst_client} "
+        f"{result.worst_anls:.4f}; global model on unseen providers {_figure(result.unseen_anls)}"
+    )
+
+
+def _figure(value: float | None) -> str:
+    """A score to 4 decimals, or a dash for none."""
+    return "-" if value is None else f"{value:.4f}"
 
 
 def _print_result(result, checkpoint: str, split: str) -> None:

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import torch
+
     from benchmark.model.configuration_vt5 import VT5Config
 
 CONFIG_NAME = "config.json"
@@ -145,15 +147,11 @@ def expected_tensor_spec(config: VT5Config) -> TensorSpec:
         `{name: (shape, safetensors dtype name)}` for every tensor the file must hold.
     """
     import torch
-    from transformers.core_model_loading import revert_weight_conversion
-    from transformers.modeling_utils import remove_tied_weights_from_state_dict
 
     from benchmark.model.modeling_vt5 import VT5ForConditionalGeneration
 
     with torch.device("meta"):
         model = VT5ForConditionalGeneration(config)
-    state_dict = remove_tied_weights_from_state_dict(model.state_dict(), model)
-    state_dict = revert_weight_conversion(model, state_dict)
     dtype_names = {
         torch.float32: "F32",
         torch.float16: "F16",
@@ -165,8 +163,33 @@ def expected_tensor_spec(config: VT5Config) -> TensorSpec:
     }
     return {
         name: (tuple(tensor.shape), dtype_names[tensor.dtype])
-        for name, tensor in state_dict.items()
+        for name, tensor in disk_state_dict(model).items()
     }
+
+
+def disk_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The model's tensors under the names ``save_pretrained`` writes to ``model.safetensors``.
+
+    Tied aliases are dropped and the names are the file's (the original BEiT layout of the visual
+    encoder); the tensors share storage with the model's parameters and buffers, so writing
+    into one (``copy_`` under ``torch.no_grad``) changes the model.
+
+    Args:
+        model: a VT5 model.
+
+    Returns:
+        File name -> the live tensor.
+    """
+    from transformers.core_model_loading import revert_weight_conversion
+    from transformers.modeling_utils import remove_tied_weights_from_state_dict
+
+    state_dict = remove_tied_weights_from_state_dict(model.state_dict(), model)
+    return revert_weight_conversion(model, state_dict)
+
+
+def spec_data_bytes(spec: TensorSpec) -> int:
+    """Bytes of the tensor data a file holding every tensor of a specification has."""
+    return sum(math.prod(shape) * DTYPE_BYTES[dtype] for shape, dtype in spec.values())
 
 
 def read_safetensors_header(
@@ -303,18 +326,22 @@ def _check_tiling(path: Path, offsets: dict[str, tuple[int, int]], data_size: in
         )
 
 
-def check_against_spec(path: str | Path, header: SafetensorsHeader, spec: TensorSpec) -> None:
+def check_against_spec(
+    path: str | Path, header: SafetensorsHeader, spec: TensorSpec, *, subset: bool = False
+) -> None:
     """Require exactly the expected tensor names, shapes and dtypes.
 
     Args:
         path: the file the header was read from (named in the error).
         header: its parsed header.
         spec: `{name: (shape, dtype)}`, e.g. from `expected_tensor_spec`.
+        subset: the file may hold any subset of the specified tensors (a track-3
+            personalisation); by default it must hold all of them.
 
     Raises:
         SpecMismatch: listing the missing, unexpected and mismatched tensors.
     """
-    missing = sorted(set(spec) - set(header.tensors))
+    missing = [] if subset else sorted(set(spec) - set(header.tensors))
     unexpected = sorted(set(header.tensors) - set(spec))
     wrong = [
         (name, header.tensors[name], (tuple(spec[name][0]), spec[name][1]))
@@ -359,6 +386,7 @@ def validate_safetensors_file(
     max_header_bytes: int = MAX_HEADER_BYTES,
     max_tensors: int = MAX_TENSORS,
     check_values: bool = True,
+    subset: bool = False,
 ) -> SafetensorsHeader:
     """Check a safetensors file: its header, its tensors against a spec, its values.
 
@@ -368,6 +396,8 @@ def validate_safetensors_file(
         max_header_bytes: refuse headers larger than this.
         max_tensors: refuse files with more tensors than this.
         check_values: also read every tensor and refuse NaN or infinite values.
+        subset: the file may hold any subset of the specified tensors (a track-3
+            personalisation); by default it must hold all of them.
 
     Returns:
         The parsed header.
@@ -379,7 +409,7 @@ def validate_safetensors_file(
     """
     header = read_safetensors_header(path, max_header_bytes=max_header_bytes,
                                      max_tensors=max_tensors)
-    check_against_spec(path, header, spec)
+    check_against_spec(path, header, spec, subset=subset)
     if check_values:
         check_finite(path, header)
     return header

@@ -59,6 +59,9 @@ class Settings(BaseSettings):
         copy_policy: what happens to an upload whose checkpoint (SHA-256) repeats another
             team's live submission: ``refuse`` (409) or ``flag`` (accepted, marked for the
             organisers). A team's own repeat is always refused and does not use quota.
+        max_personal_file_bytes: largest track-3 personalisation file (one client's
+            ``personal_{k}`` part).
+        max_personal_bytes: largest sum of a track-3 submission's personalisation files.
         max_log_rounds: most federated rounds a communication log may hold.
         max_messages_per_client_round: most messages per client and round in a log (a round
             holds at most ``2 * K`` times this many).
@@ -91,6 +94,8 @@ class Settings(BaseSettings):
     session_cookie_secure: bool = True
     max_model_bytes: int = Field(default=2 * 1024 * MIB, ge=1024)
     max_header_bytes: int = Field(default=16 * MIB, ge=1024)
+    max_personal_file_bytes: int = Field(default=2 * 1024 * MIB, ge=1024)
+    max_personal_bytes: int = Field(default=8 * 1024 * MIB, ge=1024)
     max_log_bytes: int = Field(default=32 * MIB, ge=1024)
     max_log_rows: int = Field(default=1_000_000, ge=1)
     max_log_rounds: int = Field(default=10_000, ge=1, le=1_000_000)
@@ -153,6 +158,10 @@ class Settings(BaseSettings):
             raise ValueError(f"max_model_bytes may not exceed {MAX_MODEL_BYTES_CEILING} bytes")
         if self.max_header_bytes > MAX_HEADER_BYTES_CEILING:
             raise ValueError(f"max_header_bytes may not exceed {MAX_HEADER_BYTES_CEILING} bytes")
+        if self.max_personal_file_bytes > MAX_MODEL_BYTES_CEILING:
+            raise ValueError(
+                f"max_personal_file_bytes may not exceed {MAX_MODEL_BYTES_CEILING} bytes"
+            )
         if self.reap_interval_seconds > self.lease_seconds:
             raise ValueError("reap_interval_seconds must not exceed lease_seconds")
         return self
@@ -173,8 +182,15 @@ class Settings(BaseSettings):
 
     @property
     def max_request_bytes(self) -> int:
-        """Largest multipart body accepted: every part at its limit plus room for the framing."""
-        return self.max_model_bytes + self.max_log_bytes + 2 * self.max_json_bytes + 64 * 1024
+        """Largest multipart body accepted: every part at its limit plus room for the framing
+        (track 3's personalisations included)."""
+        return (
+            self.max_model_bytes
+            + self.max_log_bytes
+            + 2 * self.max_json_bytes
+            + self.max_personal_bytes
+            + 64 * 1024
+        )
 
     @property
     def heartbeat_seconds(self) -> float:

@@ -12,6 +12,7 @@ import io
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from benchmark.communication_log import HEADER, SERVER, MessageError, check_message
 from evaluator.validation.errors import InvalidSubmission
@@ -99,6 +100,8 @@ def parse_log(
     sampling: str | None = None,
     max_rounds: int | None = None,
     max_messages_per_round: int | None = None,
+    personal_round: int | None = None,
+    allow_empty: bool = False,
 ) -> CommunicationTally:
     """Read, validate and tally a communication log.
 
@@ -113,6 +116,10 @@ def parse_log(
         sampling: ``"fixed"`` or ``"poisson"`` client sampling.
         max_rounds: most federated rounds accepted.
         max_messages_per_round: most messages accepted in one round.
+        personal_round: track 3: the round, after the declared ones, in which the final global
+            model goes to the clients that personalise it; it must be the log's last round, is
+            not counted in ``rounds`` and may involve any number of clients.
+        allow_empty: accept a log without messages (track 3's ``local-only``: nothing sent).
 
     Returns:
         The tally.
@@ -179,12 +186,30 @@ def parse_log(
         else:
             tally.up += amount
             tally.clients.add(sender)
-    if not tallies:
+    if not tallies and not allow_empty:
         raise InvalidSubmission(PART, "the log has a header but no messages")
+    federated = _without_personal_round(tallies, personal_round)
     _check_consistency(
-        tallies, clients_per_round=clients_per_round, rounds=rounds, sampling=sampling
+        federated, clients_per_round=clients_per_round, rounds=rounds, sampling=sampling
     )
     return CommunicationTally(tallies)
+
+
+def _without_personal_round(
+    tallies: list[RoundTally], personal_round: int | None
+) -> list[RoundTally]:
+    """The federated rounds: every round but the declared personalisation round, which must be
+    the last one of the log."""
+    if personal_round is None:
+        return tallies
+    if not tallies or tallies[-1].round != personal_round:
+        last = tallies[-1].round if tallies else "none"
+        raise InvalidSubmission(
+            PART,
+            f"the metadata declares personal.log_round {personal_round} (the final model sent "
+            f"to the clients) but the log's last round is {last}",
+        )
+    return tallies[:-1]
 
 
 def _row_values(row: list[str], number: int) -> tuple[int, int, int, int]:
@@ -234,3 +259,24 @@ def _check_consistency(
                 f"round {tally.round}: {seen} clients took part but "
                 f"{clients_per_round} per round are declared",
             )
+
+
+def declared_shape(metadata: Any, track: Any) -> dict[str, Any]:
+    """What a submission's metadata declares about its log, as :func:`parse_log` options.
+
+    Rounds, clients per round and sampling for every track; for a track with personalisations
+    (track 3), the round that sends the final model for personalisation
+    (``personal.log_round``) and an empty log (a run that sends nothing, ``local-only``).
+
+    Args:
+        metadata: the validated ``SubmissionMetadata``.
+        track: its ``benchmark.tracks.Track``.
+
+    Returns:
+        Keyword arguments of :func:`parse_log`.
+    """
+    personal = "personal" in track.parts
+    log_round = metadata.personal.log_round if personal and metadata.personal else None
+    return {"clients_per_round": metadata.clients_per_round, "rounds": metadata.rounds,
+            "sampling": metadata.sampling, "personal_round": log_round,
+            "allow_empty": personal}  # fmt: skip

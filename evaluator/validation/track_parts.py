@@ -11,7 +11,7 @@ from evaluator.validation.errors import InvalidSubmission
 
 
 def check_track_parts(track: Track, directory: Path, *, exclude: Collection[str] = ()) -> None:
-    """Require every part the track needs.
+    """Require every part the track needs, and no part only other tracks carry.
 
     Args:
         track: the submission's track.
@@ -23,7 +23,13 @@ def check_track_parts(track: Track, directory: Path, *, exclude: Collection[str]
             declaration (privacy.json)".
     """
     for part in track.parts:
-        if part not in exclude and not (directory / FILENAMES[part]).is_file():
+        if part not in exclude and not (directory / FILENAMES[part]).exists():
             raise InvalidSubmission(
                 part, f"track {track.number} needs {PART_DESCRIPTIONS[part]} ({FILENAMES[part]})"
             )
+    if "personal" not in track.parts and (directory / FILENAMES["personal"]).exists():
+        raise InvalidSubmission(
+            "personal",
+            f"track {track.number} submissions carry no personalisations; send the fields "
+            "personal_{k} with a track-3 submission only",
+        )

@@ -188,3 +188,54 @@ def write_benchmark(directory: Path, *, questions: int = 24, clients: int = 10) 
         json.dumps({"scale": "test", "seed": 0, "clients": clients})
     )
     return directory
+
+
+#: the clients of a track-3 test benchmark: client 0 holds ACME Corp, client 1 Globex.
+PERSONAL_PROVIDERS = {0: PROVIDERS_IN[0], 1: PROVIDERS_IN[1]}
+
+
+def write_personal_benchmark(directory: Path, *, questions: int = 12) -> Path:
+    """A two-client benchmark whose test split has personal splits (track 3).
+
+    :func:`write_benchmark` with K = 2, plus one training file per client
+    (``participant/imdb_train_client_{k}.npy``, one question of its provider) and a
+    ``data_points.json`` mapping each client's provider to it: the test questions of ACME Corp
+    are client 0's personal split, those of Globex client 1's, the others are unseen.
+    """
+    from benchmark.data.imdb import read_imdb, write_imdb
+
+    write_benchmark(directory, questions=questions, clients=len(PERSONAL_PROVIDERS))
+    header, records = read_imdb(directory / "evaluator" / "imdb_test.npy")
+    participant = directory / "participant"
+    points = {}
+    for client, provider in PERSONAL_PROVIDERS.items():
+        record = next(r for r in records if r["provider"] == provider)
+        write_imdb(participant / f"imdb_train_client_{client}.npy",
+                   {**header, "split": f"train_client_{client}"},
+                   [{**record, "question_id": 1000 + client}])  # fmt: skip
+        points[f"client_{client}"] = {provider: [1]}
+    (participant / "data_points.json").write_text(json.dumps(points))
+    return directory
+
+
+def personal_parts(files: dict[int, bytes], *, clients: int) -> dict[str, tuple[str, bytes]]:
+    """The upload fields ``personal_{k}`` of a track-3 submission: the given files (any client
+    id), and an empty personalisation (the global model) for every other client in 0..K-1."""
+    every = {k: b"" for k in range(clients)} | files
+    return {f"personal_{k}": (f"client_{k}.safetensors", data) for k, data in every.items()}
+
+
+def accept_predictions(path: Path, predictions: list[str]) -> None:
+    """Rewrite a test split's answers so that a model's own predictions score: a third of the
+    questions also accept the prediction (ANLS 1), another third the prediction with its last
+    character changed (a partial ANLS); every question keeps its secret answer."""
+    from benchmark.data.imdb import read_imdb, write_imdb
+
+    header, records = read_imdb(path)
+    for index, (record, prediction) in enumerate(zip(records, predictions, strict=True)):
+        if prediction and index % 3 == 0:
+            record["answers"] = [secret_answer(index), prediction]
+        elif len(prediction) >= 4 and index % 3 == 1:
+            changed = "#" if prediction[-1] != "#" else "*"
+            record["answers"] = [secret_answer(index), prediction[:-1] + changed]
+    write_imdb(path, header, records)

@@ -17,6 +17,7 @@ from tests.evaluator.factories import (
     declaration,
     fedavg_log,
     metadata,
+    personal_parts,
     pickle_bomb,
     truncated,
 )
@@ -153,13 +154,52 @@ def test_participant_cannot_use_organiser_endpoints(live_server: LiveServer, tea
     )
 
 
+def _personal_corpus(marker: Path, reference: Path) -> dict[str, tuple[dict, int, str]]:
+    """Bad track-3 uploads (the settings' benchmark has the default K = 10 clients)."""
+    import numpy as np
+    from safetensors.numpy import load_file, save
+
+    model = (reference / "model.safetensors").read_bytes()
+    tensors = load_file(str(reference / "model.safetensors"))
+    name = min((n for n in tensors if tensors[n].size > 1), key=lambda n: tensors[n].size)
+    nan = tensors[name].copy()
+    nan.flat[0] = np.nan
+
+    def track3(files: dict[int, bytes], *, drop: int | None = None, track: int = 3) -> dict:
+        parts = personal_parts(files, clients=10)
+        parts.pop(f"personal_{drop}", None)
+        return {"model": model, "meta": metadata(track), "extra": parts}
+
+    return {
+        "personalisation missing for a client": (track3({}, drop=9), 422,
+                                                 "personal: no file for client(s) [9]"),
+        "personalisation of a client out of range": (track3({12: b""}), 422,
+                                                     "personal_12: client 12 is out of range"),
+        "personalisation with NaN": (track3({4: save({name: nan})}), 422,
+                                     f"personal: personal/client_4.safetensors: tensor(s) {name} "
+                                     "hold NaN or infinite values"),
+        "personalisation with a wrong shape": (
+            track3({2: save({name: tensors[name].reshape(-1)[:-1].copy()})}), 422,
+            "personal: personal/client_2.safetensors",
+        ),
+        "personalisation with an unknown tensor": (
+            track3({0: save({"lm.extra": tensors[name]})}), 422, "lm.extra"),
+        "personalisation that is a pickle": (track3({1: pickle_bomb(marker)}), 422,
+                                             "personal/client_1.safetensors: not a safetensors"),
+        "track 3 without personalisations": ({"model": model, "meta": metadata(3)}, 422,
+                                             "personal: track 3 needs per-client"),
+        "personalisations on a track-1 submission": (track3({}, track=1), 422,
+                                                     "track 1 submissions carry no personal"),
+    }  # fmt: skip
+
+
 def _corpus(tmp_path: Path, reference: Path) -> dict[str, tuple[dict, int, str]]:
     """Bad uploads refused at once: name -> (upload kwargs, status, words of the message)."""
     marker = tmp_path / "pickle-payload-ran"
     model = (reference / "model.safetensors").read_bytes()
     no_unit = declaration()
     del no_unit["unit"]
-    return {
+    return _personal_corpus(marker, reference) | {
         "pickle renamed .safetensors": (
             {"model": pickle_bomb(marker)},
             422,
@@ -259,6 +299,14 @@ def _corpus(tmp_path: Path, reference: Path) -> dict[str, tuple[dict, int, str]]
         "metadata nested 600 levels in an unknown key",
         "privacy with a 400-digit clipping_norm",
         "privacy with a 5000-digit integer",
+        "personalisation missing for a client",
+        "personalisation of a client out of range",
+        "personalisation with NaN",
+        "personalisation with a wrong shape",
+        "personalisation with an unknown tensor",
+        "personalisation that is a pickle",
+        "track 3 without personalisations",
+        "personalisations on a track-1 submission",
     ],
 )
 def test_bad_input_corpus_is_refused_and_nothing_stored(
@@ -303,6 +351,43 @@ def test_oversized_uploads(settings, teams: dict, model_bytes: bytes) -> None:  
         assert response.status_code == 413
         assert "communication_log exceeds the limit of 65536 bytes" in response.json()["detail"]
     assert_nothing_stored(settings)
+
+
+def test_oversized_personalisations(settings, teams: dict, model_bytes: bytes) -> None:  # type: ignore[no-untyped-def]
+    small = settings.model_copy(
+        update={"max_personal_file_bytes": 4096, "max_personal_bytes": 10_000}
+    )
+    big = {3: b"\0" * 5000}
+    total = {k: b"\0" * 4000 for k in range(3)}
+    with LiveServer(small) as server:
+        for files, words in ((big, "personal_3 exceeds the limit of 4096 bytes"),
+                             (total, "personal_2: the personalisations exceed the limit of "
+                                     "10000 bytes in all")):  # fmt: skip
+            response = upload(server.url, teams["alpha"], model=model_bytes, meta=metadata(3),
+                              extra=personal_parts(files, clients=10))  # fmt: skip
+            assert response.status_code == 413, response.text
+            assert words in response.json()["detail"]
+    assert_nothing_stored(settings)
+
+
+def test_track3_upload_is_stored_with_one_file_per_client(
+    live_server: LiveServer, teams: dict, model_bytes: bytes, settings, tiny_reference: Path
+) -> None:  # type: ignore[no-untyped-def]
+    from safetensors.numpy import load_file, save
+
+    tensors = load_file(str(tiny_reference / "model.safetensors"))
+    name = sorted(tensors)[0]
+    three = save({name: tensors[name]})
+    response = upload(live_server.url, teams["alpha"], model=model_bytes, meta=metadata(3),
+                      extra=personal_parts({3: three}, clients=10))  # fmt: skip
+    assert response.status_code == 202, response.text
+    stored = Path(settings.storage_dir) / "submissions" / response.json()["id"] / "personal"
+    assert sorted(p.name for p in stored.iterdir()) == sorted(
+        f"client_{k}.safetensors" for k in range(10)
+    )
+    assert (stored / "client_3.safetensors").read_bytes() == three
+    assert (stored / "client_0.safetensors").read_bytes() == b""
+    assert list((Path(settings.storage_dir) / "incoming").iterdir()) == []
 
 
 def test_organiser_rescore(live_server: LiveServer, teams: dict, tmp_path: Path, settings) -> None:  # type: ignore[no-untyped-def]
@@ -415,3 +500,31 @@ def test_numeric_query_parameters_are_bounded(
         headers={"Authorization": f"Bearer {teams['alpha']}"},
     )
     assert largest.status_code == 200 and largest.json()["submissions"] == []
+
+
+def test_track3_logs_of_the_two_baselines_are_accepted(
+    live_server: LiveServer, teams: dict, model_bytes: bytes, tiny_reference: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """fedavg-ft: FedAvg rounds then the final model sent to every client (personal.log_round);
+    local-only: nothing sent, an empty log and 0 rounds. Track 1 still needs messages."""
+    from safetensors.numpy import load_file, save
+
+    from tests.evaluator.test_validation_commlog import _fedavg_ft_log
+
+    tensors = load_file(str(tiny_reference / "model.safetensors"))
+    name = sorted(tensors)[0]
+    empty = personal_parts({}, clients=10)
+    one = personal_parts({0: save({name: tensors[name]})}, clients=10)  # not a copy of `empty`
+    fedavg_ft = metadata(3, rounds=2, personal={"log_round": 3})
+    local_only = metadata(3, rounds=0, clients_per_round=2, personal={"log_round": None})
+    for log, meta, token, parts in ((_fedavg_ft_log(), fedavg_ft, "alpha", empty),
+                                    (LOG_HEADER + "\n", local_only, "beta", one)):  # fmt: skip
+        response = upload(live_server.url, teams[token], model=model_bytes, log=log, meta=meta,
+                          extra=parts)  # fmt: skip
+        assert response.status_code == 202, response.text
+    refused = upload(live_server.url, teams["org"], model=model_bytes, log=LOG_HEADER + "\n",
+                     meta=metadata(1, rounds=0))  # fmt: skip
+    assert refused.status_code == 422 and "header but no messages" in refused.json()["detail"]
+    wrong = upload(live_server.url, teams["org"], model=model_bytes, log=_fedavg_ft_log(),
+                   meta=metadata(3, rounds=2), extra=empty)  # fmt: skip
+    assert wrong.status_code == 422 and "holds 3 rounds" in wrong.json()["detail"]

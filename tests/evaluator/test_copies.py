@@ -118,3 +118,25 @@ def test_two_teams_racing_the_same_checkpoint_on_postgresql(
                 )
             ).all()
         assert len(live) == 1
+
+
+def test_track3_copies_compare_the_checkpoint_with_its_personalisations(
+    live_server: LiveServer, teams: dict, tiny_reference: Path, settings
+) -> None:  # type: ignore[no-untyped-def]
+    from safetensors.numpy import load_file, save
+
+    from tests.evaluator.factories import metadata, personal_parts
+
+    model = (tiny_reference / "model.safetensors").read_bytes()
+    tensors = load_file(str(tiny_reference / "model.safetensors"))
+    name = sorted(tensors)[0]
+    mine = personal_parts({2: save({name: tensors[name]})}, clients=10)
+    theirs = personal_parts({}, clients=10)  # the same global model, no personalisation
+    first = upload(live_server.url, teams["alpha"], model=model, meta=metadata(3), extra=mine)
+    second = upload(live_server.url, teams["beta"], model=model, meta=metadata(3), extra=theirs)
+    assert (first.status_code, second.status_code) == (202, 202), second.text
+    fingerprints = {_row(settings, r.json()["id"]).model_sha256 for r in (first, second)}
+    assert len(fingerprints) == 2 and hashlib.sha256(model).hexdigest() not in fingerprints
+    again = upload(live_server.url, teams["alpha"], model=model, meta=metadata(3), extra=mine)
+    assert again.status_code == 409 and "identical" in again.json()["detail"]
+    assert count_rows(settings) == 2

@@ -20,6 +20,7 @@ from tests.evaluator.conftest import (
     drop_pg_database,
 )
 from tests.evaluator.factories import (
+    accept_predictions,
     declaration,
     fedavg_log,
     metadata,
@@ -81,20 +82,11 @@ def scored_benchmark(tmp_path_factory: pytest.TempPathFactory, tiny_reference: P
     `score_predictions` of the same predictions.
     """
     from benchmark.data import load_split
-    from benchmark.data.imdb import read_imdb, write_imdb
     from benchmark.evaluation import score_predictions
 
     directory = write_benchmark(tmp_path_factory.mktemp("benchmark"), questions=QUESTIONS)
     predictions = _texts(_evaluate(tiny_reference, directory).predictions)
-    path = directory / "evaluator" / "imdb_test.npy"
-    header, records = read_imdb(path)
-    for index, (record, prediction) in enumerate(zip(records, predictions, strict=True)):
-        if prediction and index % 3 == 0:
-            record["answers"] = [secret_answer(index), prediction]
-        elif len(prediction) >= 4 and index % 3 == 1:
-            changed = "#" if prediction[-1] != "#" else "*"
-            record["answers"] = [secret_answer(index), prediction[:-1] + changed]
-    write_imdb(path, header, records)
+    accept_predictions(directory / "evaluator" / "imdb_test.npy", predictions)
     expected = score_predictions(load_split(directory, "test"), predictions)
     assert expected.anls > 0.2, predictions
     return directory, expected

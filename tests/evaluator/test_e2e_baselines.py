@@ -1,6 +1,7 @@
-"""End to end with real baseline runs: `pflkit train` (track 1 and track 2) on a generated
-benchmark, `pflkit submit --wait` to the real server, scores equal to `pflkit evaluate`, the
-communication log's total and the privacy report of `pflkit dp verify`."""
+"""End to end with real baseline runs: `pflkit train` (tracks 1, 2 and 3) on a generated
+benchmark, `pflkit submit --wait` to the real server, scores equal to `pflkit evaluate` (with
+`--personal` for track 3), the communication log's total and the privacy report of
+`pflkit dp verify`."""
 
 from __future__ import annotations
 
@@ -80,3 +81,38 @@ def test_baseline_runs_score_like_pflkit_evaluate(
     assert scored2["results"]["privacy_verified"] is True
     assert scored2["results"]["epsilon"] == pytest.approx(declared["epsilon"])
     assert scored2["results"]["privacy_report"]["log_mismatches"] == []
+
+
+@pytest.mark.slow
+def test_track3_baseline_run_scores_like_pflkit_evaluate_personal(
+    tmp_path: Path, tiny_reference: Path, tiny_benchmark: Path
+) -> None:
+    run = _train(tmp_path / "track3", tiny_benchmark, tiny_reference, "--method", "local-only",
+                 "--finetune-epochs", "1")  # fmt: skip
+    database_url = f"sqlite:///{tmp_path / 'evaluator.db'}"
+    env = service_env(tmp_path, reference=tiny_reference, data=tiny_benchmark,
+                      database_url=database_url)  # fmt: skip
+    token = create_team(database_url, "baselines")
+    organiser = create_team(database_url, "org", organiser=True)
+    service = Service(tmp_path / "serve.log", env)
+    try:
+        service.wait_healthy()
+        scored = _submit(run, service.url, token, organiser)
+    finally:
+        service.stop()
+
+    assert scored["status"] == "finished", scored
+    assert scored["total_bytes"] == 0 and scored["results"]["rounds"] == 0  # local-only
+    result = pflkit("evaluate", str(run / "checkpoint"), "--data", str(tiny_benchmark), "--split",
+                    "test", "--json", "--batch-size", "8", "--personal", str(run / "personal"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    direct = json.loads(result.stdout.strip().splitlines()[-1])
+    results = scored["results"]
+    # Each client's personalised questions are batched alike in both: the same figures.
+    personal = {c["client"]: c["personal_anls"] for c in results["personal_clients"] if c["n"]}
+    assert personal == pytest.approx(
+        {c["client"]: c["personal_anls"] for c in direct["clients"] if c["n"]}, abs=1e-9
+    )
+    assert results["personal_anls"] == pytest.approx(direct["personal_anls"], abs=1e-9)
+    assert results["n_personal"] == direct["n"]
+    assert results["global_unseen_anls"] == pytest.approx(direct["unseen_anls"], abs=1e-6)

@@ -100,3 +100,38 @@ def test_consistency_with_metadata(tmp_path: Path) -> None:
     assert parse_log(path, clients_per_round=3, sampling="poisson", **LIMITS).total_bytes > 0
     with pytest.raises(InvalidSubmission, match="more than the declared 1"):
         parse_log(path, clients_per_round=1, sampling="poisson", **LIMITS)
+
+
+def _fedavg_ft_log(*, rounds: int = 2, clients: int = 10) -> str:
+    """fedavg-ft's log: 2 clients per round in rounds 1..R, then round R+1 sends the final
+    model down to every client (personalisation), nothing comes back."""
+    lines = fedavg_log(rounds=rounds, clients=(0, 1)).splitlines()
+    body = [",".join([str(int(r) + 1), *rest]) for r, *rest in
+            (line.split(",") for line in lines[1:])]  # fmt: skip
+    final = [f"{rounds + 1},-1,{k},1000" for k in range(clients)]
+    return "\n".join([LOG_HEADER, *body, *final]) + "\n"
+
+
+def test_the_personalisation_round_is_last_and_exempt_from_the_declared_shape(
+    tmp_path: Path,
+) -> None:
+    path = _write(tmp_path, _fedavg_ft_log())
+    shape = {"clients_per_round": 2, "rounds": 2}
+    tally = parse_log(path, personal_round=3, **shape, **LIMITS)
+    assert [r["round"] for r in tally.per_round()] == [1, 2, 3]
+    assert tally.per_round()[-1]["clients"] == 10 and tally.bytes_down == 2 * 2 * 1000 + 10_000
+    # without the declaration, the personalisation round breaks the declared shape
+    with pytest.raises(InvalidSubmission, match="holds 3 rounds but the metadata declares 2"):
+        parse_log(path, **shape, **LIMITS)
+    with pytest.raises(InvalidSubmission, match="personal.log_round 2 .* last round is 3"):
+        parse_log(path, personal_round=2, **shape, **LIMITS)
+
+
+def test_an_empty_log_only_where_allowed(tmp_path: Path) -> None:
+    path = _write(tmp_path, LOG_HEADER + "\n")
+    with pytest.raises(InvalidSubmission, match="header but no messages"):
+        parse_log(path, rounds=0, **LIMITS)
+    tally = parse_log(path, rounds=0, allow_empty=True, **LIMITS)
+    assert tally.total_bytes == 0 and tally.rounds == []
+    with pytest.raises(InvalidSubmission, match="personal.log_round 1 .* last round is none"):
+        parse_log(path, personal_round=1, allow_empty=True, **LIMITS)

@@ -86,6 +86,36 @@ def fill_known(db_url: str) -> dict[str, str]:
     return ids
 
 
+def fill_personal(db_url: str) -> dict[str, str]:
+    """Hand-made track-3 submissions: names -> submission ids."""
+    from evaluator.core.db import session_factory
+    from leaderboard.seed import add_submission
+
+    def personal(mean: float, std: float, worst: float, unseen: float) -> dict:
+        clients = [{"client": k, "n": 10 + k, "personal_anls": mean + (k - 1) * std,
+                    "global_anls": mean - 0.1, "personalised": True} for k in range(3)]
+        return {"anls": unseen + 0.05, "anls_out": unseen, "personal_anls": mean,
+                "personal_anls_std": std, "personal_worst_client": 0, "personal_worst_anls": worst,
+                "global_personal_anls": mean - 0.1, "global_unseen_anls": unseen, "n_personal": 33,
+                "personal_clients": clients}  # fmt: skip
+
+    plan = [
+        ("alpha-ft", "alpha", "=fedavg-ft", {**personal(0.49112, 0.05, 0.41, 0.3301),
+                                             "total_bytes": 123_456_789}),
+        ("beta-local", "beta", "local-only", {**personal(0.52191, 0.08123, 0.39041, 0.27018),
+                                              "total_bytes": 0}),
+        ("gamma-noscore", "gamma", "pre-track-3 row", {"anls": 0.3, "total_bytes": 10}),
+    ]  # fmt: skip
+    ids: dict[str, str] = {}
+    with session_factory(db_url)() as session:
+        for minute, (key, team, method, results) in enumerate(plan):
+            ids[key] = add_submission(
+                session, team=team, track=3, method=method,
+                created_at=T0 + dt.timedelta(minutes=40 + minute), **results,
+            )  # fmt: skip
+    return ids
+
+
 def start_server(tmp: Path) -> tuple[str, str, threading.Thread, object]:
     """Migrate a SQLite database in ``tmp`` and serve the evaluator + leaderboard with uvicorn."""
     import uvicorn
@@ -152,6 +182,17 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     url, db_url, thread, server = start_server(tmp_path_factory.mktemp("lb"))
     try:
         yield Served(url=url, db_url=db_url, ids=fill_known(db_url))
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def served_personal(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """A read-only server with the hand-made competition of every track (track 3 included)."""
+    url, db_url, thread, server = start_server(tmp_path_factory.mktemp("lb3"))
+    try:
+        yield Served(url=url, db_url=db_url, ids=fill_known(db_url) | fill_personal(db_url))
     finally:
         server.should_exit = True
         thread.join(timeout=10)

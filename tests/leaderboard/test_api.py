@@ -55,7 +55,7 @@ def test_track2_json_has_one_column_per_budget(served):
     assert [(r["id"], r["reason"]) for r in answer["unranked"]] == [
         (ids["gamma-dp8"], "privacy claim epsilon 8 not verified")
     ]
-    assert httpx.get(served.url + "/api/v1/leaderboard", params={"track": 3}).status_code == 422
+    assert httpx.get(served.url + "/api/v1/leaderboard", params={"track": 4}).status_code == 422
 
 
 def test_csv_export_holds_every_table_entry(served):
@@ -156,3 +156,28 @@ def test_organiser_actions_hide_disqualify_rescore(served_factory):
     assert (
         httpx.get(url + "/api/v1/leaderboard?track=1").json()["ranked"][0]["id"] == ids["alpha-nf4"]
     )
+
+
+def test_track3_json_csv_and_plot(served_personal):
+    ids = served_personal.ids
+    answer = httpx.get(served_personal.url + "/api/v1/leaderboard", params={"track": 3}).json()
+    assert [(r["rank"], r["id"]) for r in answer["ranked"]] == [
+        (1, ids["beta-local"]), (2, ids["alpha-ft"]),
+    ]  # fmt: skip
+    first = answer["ranked"][0]
+    assert (first["personal_anls"], first["personal_anls_std"], first["personal_worst_anls"],
+            first["global_unseen_anls"], first["total_bytes"]) == (0.5219, 0.0812, 0.3904,
+                                                                    0.2702, 0)  # fmt: skip
+    assert {r["id"]: r["reason"] for r in answer["unranked"]} == {
+        ids["gamma-noscore"]: "no personalised score",
+    }
+    frame = pd.read_csv(io.StringIO(
+        httpx.get(served_personal.url + "/api/v1/leaderboard.csv?track=3").text))
+    assert list(frame["rank"].fillna(0).astype(int)) == [1, 2, 0]
+    assert list(frame.personal_anls[:2]) == [0.5219, 0.4911]
+    # A method name that a spreadsheet would run is written as text.
+    assert frame.method[1] == "'=fedavg-ft"
+    image = httpx.get(f"{served_personal.url}/leaderboard/plots/track3.png")
+    assert image.status_code == 200 and image.content[:8] == b"\x89PNG\r\n\x1a\n"
+    page = httpx.get(f"{served_personal.url}/leaderboard/submissions/{ids['alpha-ft']}").text
+    assert "0.4911" in page and "0.49112" not in page and "personal-clients" not in page

@@ -20,9 +20,10 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def test_leaderboard_in_chromium(served, tmp_path):
+def test_leaderboard_in_chromium(served_personal, tmp_path):
     from playwright.sync_api import sync_playwright
 
+    served = served_personal
     ids = served.ids
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
@@ -38,7 +39,16 @@ def test_leaderboard_in_chromium(served, tmp_path):
             assert first.nth(7).inner_text() == "7.7 MB"
             eps4 = page.locator("#track2-eps4-ranked tbody tr")
             assert eps4.count() == 2 and eps4.nth(0).locator("td").nth(1).inner_text() == "beta"
-            for plot in ("#plot-track1", "#plot-track2"):
+            track3 = page.locator("#track3-ranked tbody tr")
+            assert [track3.nth(i).get_attribute("data-id") for i in range(track3.count())] == [
+                ids["beta-local"], ids["alpha-ft"],
+            ]  # fmt: skip
+            cells = track3.nth(0).locator("td")
+            assert [cells.nth(i).inner_text() for i in (0, 1, 3, 4, 5, 6, 7)] == [
+                "1", "beta", "0.5219", "0.0812", "0.3904", "0.2702", "0 B",
+            ]  # fmt: skip
+            assert "no personalised score" in page.locator("#track3-unranked").text_content()
+            for plot in ("#plot-track1", "#plot-track2", "#plot-track3"):
                 page.locator(plot).scroll_into_view_if_needed()
                 loaded = page.wait_for_function(
                     f"() => {{ const i = document.querySelector('{plot}');"

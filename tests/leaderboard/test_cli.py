@@ -57,3 +57,16 @@ def test_show_json_and_tables_and_export(served, tmp_path):
     )
     assert missing.exit_code != 0 and "no evaluator database at" in missing.output
     assert not (tmp_path / "none.db").exists()
+
+
+def test_show_prints_the_track3_table(served_personal):
+    result = CliRunner().invoke(
+        main, ["leaderboard", "show", "--db", served_personal.db_url, "--track", "3"],
+        terminal_width=160,
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert any("Track 3: highest mean personalised ANLS" in line for line in lines)
+    first = next(line for line in lines if line.strip().startswith("1  beta"))
+    assert first.split()[-6:] == ["0.5219", "0.0812", "0.3904", "0.2702", "0", "B"]
+    assert "not ranked: 1" in result.output

@@ -1,4 +1,4 @@
-"""Ranking rules of both tracks on small hand-made tables."""
+"""Ranking rules of every track on small hand-made tables."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import datetime as dt
 
 import pytest
 
-from leaderboard.board import as_json, build_board, records
-from leaderboard.ranking import Row, budget_of, rank_track1, rank_track2
+from leaderboard.board import as_json, build_board, csv_text, records
+from leaderboard.ranking import Row, budget_of, rank_track1, rank_track2, rank_track3
 
 T0 = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
 
@@ -197,4 +197,67 @@ def test_board_hides_the_scores_of_hidden_submissions_and_exports_flat_records()
     ]
     assert as_json(board, track=2)["budgets"]["4"][0]["id"] == "p"
     with pytest.raises(ValueError):
-        as_json(board, track=3)
+        as_json(board, track=4)
+
+
+def t3(id: str, team: str, personal: float | None, *, minute: int = 0, **kw) -> Row:
+    figures = {"personal_anls": personal, "personal_anls_std": 0.05, "personal_worst_anls": 0.2,
+               "global_unseen_anls": 0.3, "anls": 0.4, "total_bytes": 5000}  # fmt: skip
+    return row(id, team, track=3, minute=minute, **{**figures, **kw})
+
+
+def test_track3_highest_mean_personalised_anls_first():
+    rows = [
+        t3("a", "A", 0.51),
+        t3("b", "B", 0.63, anls=0.1),  # the global ANLS does not rank track 3
+        t3("c", "C", 0.47, total_bytes=10),  # nor do the bytes
+        row("t1", "D", anls=0.99),
+    ]
+    table = rank_track3(rows)
+    assert ids(table) == ["b", "a", "c"] and [e.rank for e in table.ranked] == [1, 2, 3]
+    assert table.unranked == []
+
+
+def test_track3_ties_go_to_the_earlier_submission_then_the_id():
+    rows = [t3("late", "A", 0.5, minute=5), t3("early", "B", 0.5, minute=1)]
+    assert ids(rank_track3(rows)) == ["early", "late"]
+    same = [t3("z", "A", 0.5), t3("y", "B", 0.5)]
+    assert ids(rank_track3(same)) == ids(rank_track3(same[::-1])) == ["y", "z"]
+
+
+def test_track3_best_per_team_and_unranked_with_reasons():
+    rows = [
+        t3("a1", "A", 0.40, minute=0),
+        t3("a2", "A", 0.55, minute=1),
+        t3("b1", "B", 0.50),
+        t3("noscore", "C", None),
+        t3("hid", "D", 0.9, hidden=True),
+        t3("rej", "E", None, status="rejected", reason="personal: NaN", anls=None),
+        t3("wait", "F", None, status="queued", anls=None),
+    ]
+    assert ids(rank_track3(rows)) == ["a2", "b1"]
+    assert ids(rank_track3(rows, all_submissions=True)) == ["a2", "b1", "a1"]
+    assert reasons(rank_track3(rows).unranked) == {
+        "noscore": "no personalised score",
+        "hid": "hidden by the organisers",
+        "rej": "rejected: personal: NaN",
+        "wait": "not scored yet (queued)",
+    }
+
+
+def test_track3_board_json_and_csv_publish_four_decimals():
+    rows = [t3("p", "A", 0.123456789, personal_anls_std=0.0512345, global_unseen_anls=0.333333)]
+    board = build_board(rows, threshold=0.8)
+    assert [e.row.id for e in board.track3.ranked] == ["p"]
+    (entry,) = as_json(board, track=3)["ranked"]
+    assert (entry["rank"], entry["personal_anls"], entry["personal_anls_std"],
+            entry["global_unseen_anls"], entry["total_bytes"]) == (1, 0.1235, 0.0512, 0.3333,
+                                                                    5000)  # fmt: skip
+    assert "personal_clients" not in entry
+    organisers = build_board(rows, threshold=0.8, public=False)
+    assert as_json(organisers, track=3)["ranked"][0]["personal_anls"] == 0.123456789
+    lines = csv_text(board, track=3).splitlines()
+    header = lines[0].split(",")
+    values = dict(zip(header, lines[1].split(","), strict=True))
+    assert (values["track"], values["rank"], values["personal_anls"]) == ("3", "1", "0.1235")
+    assert values["global_unseen_anls"] == "0.3333" and values["total_bytes"] == "5000"

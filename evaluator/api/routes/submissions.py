@@ -38,14 +38,16 @@ from evaluator.models import (
 from evaluator.storage import (
     FILENAMES,
     REQUIRED_PARTS,
+    PersonalLimits,
     SubmissionStore,
     UploadError,
     receive_multipart,
 )
 from evaluator.validation import InvalidSubmission
 from evaluator.validation.checkpoint import read_header
-from evaluator.validation.commlog import parse_log
+from evaluator.validation.commlog import declared_shape, parse_log
 from evaluator.validation.jsonfile import load_json_object
+from evaluator.validation.personal import check_personalisations
 from evaluator.validation.privacy import load_declaration
 from evaluator.validation.track_parts import check_track_parts
 
@@ -84,6 +86,16 @@ _UPLOAD_BODY = {
                             "description": "submission.json: track, method, description",
                         },
                     },
+                    "patternProperties": {
+                        "^personal_[0-9]+$": {
+                            "type": "string",
+                            "format": "binary",
+                            "description": "personal_{k}: client k's personalisation "
+                            "(personal/client_{k}.safetensors; track "
+                            + " or ".join(map(str, tracks_needing("personal")))
+                            + "), one field per client 0..K-1",
+                        },
+                    },
                 }
             }
         },
@@ -107,9 +119,11 @@ def _abandon(sessions: sessionmaker[Session], store: SubmissionStore, submission
 
 
 def check_upload(directory: Path, settings: Settings) -> SubmissionMetadata:
-    """The upload-time checks: metadata, declaration, checkpoint header, communication log.
+    """The upload-time checks: metadata, declaration, checkpoint header, communication log and
+    (track 3) the personalisations against the checkpoint's tensors and the benchmark's K.
 
-    The worker repeats them and adds the checks that read every weight (spec, NaN/inf).
+    The worker repeats them and adds the checks that read every weight of the checkpoint (spec,
+    NaN/inf).
 
     Args:
         directory: the received parts.
@@ -136,20 +150,25 @@ def check_upload(directory: Path, settings: Settings) -> SubmissionMetadata:
     privacy = directory / FILENAMES["privacy"]
     if privacy.is_file():
         load_declaration(privacy, max_bytes=settings.max_json_bytes)
-    read_header(
+    header = read_header(
         directory / FILENAMES["model"],
         max_header_bytes=settings.max_header_bytes,
         max_tensors=settings.max_tensors,
     )
     clients = clients_of(settings.data_dir)
+    personal = directory / FILENAMES["personal"]
+    if personal.exists():
+        check_personalisations(
+            personal, header.tensors, clients,
+            max_file_bytes=settings.max_personal_file_bytes,
+            max_total_bytes=settings.max_personal_bytes,
+        )  # fmt: skip
     parse_log(
         directory / FILENAMES["communication_log"],
         clients=clients,
         max_bytes=settings.max_log_bytes,
         max_rows=settings.max_log_rows,
-        clients_per_round=metadata.clients_per_round,
-        rounds=metadata.rounds,
-        sampling=metadata.sampling,
+        **declared_shape(metadata, get_track(metadata.track)),
         max_rounds=settings.max_log_rounds,
         max_messages_per_round=2 * clients * settings.max_messages_per_client_round,
     )
@@ -283,13 +302,18 @@ async def create_submission(
             store.incoming(submission_id),
             limits=limits,
             max_total=settings.max_request_bytes,
+            personal=PersonalLimits(
+                clients=clients_of(settings.data_dir),
+                max_file_bytes=settings.max_personal_file_bytes,
+                max_total_bytes=settings.max_personal_bytes,
+            ),
         )
         metadata = await run_in_threadpool(check_upload, store.incoming(submission_id), settings)
         await run_in_threadpool(store.commit, submission_id)
         mark = partial(
             _mark_queued,
             team_id=team.id,
-            model_sha256=received.sha256["model"],
+            model_sha256=received.fingerprint,
             copy_policy=settings.copy_policy,
         )
         await run_in_threadpool(mark, sessions, store, submission_id, metadata)

@@ -1,0 +1,142 @@
+"""Compare track-3 submissions: a Markdown table and a per-client plot of personalised ANLS.
+
+Each submission is a directory with ``personal_test.json`` (what ``pflkit evaluate CHECKPOINT
+--split test --personal DIR --json`` prints: :meth:`PersonalisedResult.summary`) and, for a
+trained run, ``submission.json`` (bytes, wall time).
+
+``python -m baselines.personal_report DIR... [--plot FILE]`` prints the table and writes the plot.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from baselines.report import format_bytes
+from benchmark.figures import new_figure, save_figure
+
+SCORES = "personal_test.json"
+
+
+@dataclass(frozen=True)
+class PersonalReport:
+    """The track-3 figures of one submission.
+
+    Attributes:
+        name: the submission's name (its directory's, without ``track3-`` and ``-seed0``).
+        scores: the summary of :func:`benchmark.evaluation.evaluate_personalised`.
+        total_bytes: bytes of its communication log (0 without federation).
+        wall_seconds: training wall time (``None``: nothing was trained).
+    """
+
+    name: str
+    scores: dict[str, Any]
+    total_bytes: int
+    wall_seconds: float | None
+
+    @property
+    def personalised(self) -> bool:
+        """Whether any client's personalisation changed a tensor."""
+        return any(client["personalised"] for client in self.scores["clients"])
+
+
+def read_personal(directory: str | Path, *, total_bytes: int | None = None,
+                  wall_seconds: float | None = None) -> PersonalReport:
+    """Read a submission's ``personal_test.json`` and, when present, ``submission.json``.
+
+    Args:
+        directory: holds ``personal_test.json``.
+        total_bytes: the bytes to show (default: ``submission.json``'s, else 0).
+        wall_seconds: the wall time to show (default: ``submission.json``'s, else none).
+
+    Returns:
+        The figures.
+
+    Raises:
+        FileNotFoundError: when ``personal_test.json`` is missing.
+    """
+    path = Path(directory)
+    scores = json.loads((path / SCORES).read_text(encoding="utf-8"))
+    submission_path = path / "submission.json"
+    submission = (json.loads(submission_path.read_text(encoding="utf-8"))
+                  if submission_path.is_file() else {})
+    name = path.name.removeprefix("track3-").removesuffix("-seed0")
+    if total_bytes is None:
+        total_bytes = int(submission.get("total_bytes", 0))
+    if wall_seconds is None:
+        wall_seconds = submission.get("timing", {}).get("wall")
+    return PersonalReport(name, scores, total_bytes, wall_seconds)
+
+
+def markdown_table(reports: Sequence[PersonalReport]) -> str:
+    """Personalised ANLS ± std, worst client, global ANLS on personal and unseen, bytes, wall."""
+    lines = [
+        "| submission | personalised ANLS ± std | worst client | global ANLS (personal) | "
+        "global ANLS (unseen) | total bytes | wall |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in reports:
+        s = r.scores
+        wall = "-" if r.wall_seconds is None else f"{r.wall_seconds:.0f} s"
+        lines.append(
+            f"| `{r.name}` | {s['personal_anls']:.4f} ± {s['personal_anls_std']:.4f} | "
+            f"{s['worst_anls']:.4f} (client {s['worst_client']}) | "
+            f"{s['global_personal_anls']:.4f} | {s['unseen_anls']:.4f} | "
+            f"{format_bytes(r.total_bytes) if r.total_bytes else '0'} | {wall} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot_per_client(reports: Sequence[PersonalReport], out: str | Path) -> Path:
+    """Per-client ANLS on each client's personal test questions, one line per submission.
+
+    A submission with personalisations is drawn solid (its clients' personalised models); one
+    without is drawn dashed and labelled "global" (every client uses the global model).
+
+    Args:
+        reports: the submissions.
+        out: the PNG to write.
+
+    Returns:
+        The written path.
+    """
+    figure, axes = new_figure()
+    for report in reports:
+        clients = [c for c in report.scores["clients"] if c["n"]]
+        xs = [c["client"] for c in clients]
+        ys = [c["personal_anls"] for c in clients]
+        if report.personalised:
+            axes.plot(xs, ys, marker="o", label=f"{report.name} (personalised)")
+        else:
+            axes.plot(xs, ys, marker="x", linestyle="--", label=f"{report.name} (global)")
+    clients = [c for c in reports[0].scores["clients"] if c["n"]] if reports else []
+    axes.set_xticks([c["client"] for c in clients],
+                    [f"{c['client']}\n({c['n']})" for c in clients])
+    axes.set_xlabel("client (personal test questions)")
+    axes.set_ylabel("ANLS on the client's personal test split")
+    axes.grid(True, alpha=0.3)
+    if reports:
+        axes.legend(fontsize="small")
+    return save_figure(figure, out)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m baselines.personal_report DIR... [--plot FILE]``: table, and the plot."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m baselines.personal_report",
+                                     description=main.__doc__)
+    parser.add_argument("dirs", nargs="+", help=f"directories holding {SCORES}")
+    parser.add_argument("--plot", help="write the per-client PNG here")
+    args = parser.parse_args(argv)
+    reports = [read_personal(directory) for directory in args.dirs]
+    print(markdown_table(reports), end="")
+    if args.plot:
+        print(f"plot: {plot_per_client(reports, args.plot)}")
+
+
+if __name__ == "__main__":
+    main()
