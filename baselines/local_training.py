@@ -47,13 +47,7 @@ def clip_grad_norm(max_norm: float) -> StepHook:
     Raises:
         ValueError: for a bound <= 0.
     """
-    if not max_norm > 0:
-        raise ValueError(f"max_grad_norm must be > 0, got {max_norm}")
-
-    def clip(parameters: Sequence[nn.Parameter]) -> None:
-        torch.nn.utils.clip_grad_norm_(parameters, max_norm)
-
-    return clip
+    return _clipping_hook("max_grad_norm", max_norm, torch.nn.utils.clip_grad_norm_)
 
 
 def clip_grad_value(max_value: float) -> StepHook:
@@ -72,13 +66,19 @@ def clip_grad_value(max_value: float) -> StepHook:
     Raises:
         ValueError: for a bound <= 0.
     """
-    if not max_value > 0:
-        raise ValueError(f"max_grad_value must be > 0, got {max_value}")
+    return _clipping_hook("max_grad_value", max_value, torch.nn.utils.clip_grad_value_)
 
-    def clip(parameters: Sequence[nn.Parameter]) -> None:
-        torch.nn.utils.clip_grad_value_(parameters, max_value)
 
-    return clip
+def _clipping_hook(name: str, bound: float,
+                   clip: Callable[[Sequence[nn.Parameter], float], Any]) -> StepHook:
+    """A step hook that applies ``clip(parameters, bound)``, the bound checked first."""
+    if not bound > 0:
+        raise ValueError(f"{name} must be > 0, got {bound}")
+
+    def hook(parameters: Sequence[nn.Parameter]) -> None:
+        clip(parameters, bound)
+
+    return hook
 
 
 def chain_step_hooks(*hooks: StepHook | None) -> StepHook | None:

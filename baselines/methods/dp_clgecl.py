@@ -170,14 +170,10 @@ class DPCLGECL(DPFedAvg):
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any], *, run: RunShape) -> DPCLGECL:
-        """The inner method, the privacy options and alpha from the option keys."""
-        return cls(
-            cls.inner_class.from_options(options, run=run),
-            build_options(PrivacyOptions, options),
-            rounds=run.rounds,
-            clients_per_round=run.clients_per_round,
-            alpha=build_options(CLGECLOptions, options).alpha,
-        )
+        """``dp-fedavg``'s construction, then alpha from its option key."""
+        method = super().from_options(options, run=run)
+        method.alpha = build_options(CLGECLOptions, options).alpha
+        return method
 
     def compute_update(self, job: ClientJob) -> ClientUpdate:
         """Dual step from the last proposal, then the DP update with the corrected loss."""
