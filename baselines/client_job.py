@@ -76,7 +76,7 @@ class ClientJob:
 
     def train(
         self, dataset: Dataset | None = None, *, seed: int | None = None,
-        epochs: int | None = None,
+        epochs: int | None = None, keep_optimizer_state: bool = False,
     ) -> TrainStats:
         """Run local training from the model's current weights.
 
@@ -84,6 +84,9 @@ class ClientJob:
             dataset: the data to train on (default: all the client's data).
             seed: shuffling/dropout seed (default: the job's seed).
             epochs: epochs over the data (default: the run's local epochs).
+            keep_optimizer_state: start the optimiser from the client's saved state and save its
+                state back (``state["optimizer/..."]``); a per-provider DP update never does,
+                so no provider's data reaches another provider's update.
 
         Returns:
             The trainer's statistics.
@@ -91,7 +94,7 @@ class ClientJob:
         data = self.dataset if dataset is None else dataset
         return self.trainer.train(
             self.model, data, seed=self.seed if seed is None else seed, loss=self.loss,
-            epochs=epochs,
+            epochs=epochs, optimizer_state=self.state if keep_optimizer_state else None,
         )
 
     def delta(self) -> dict[str, torch.Tensor]:
@@ -114,6 +117,9 @@ class ClientJob:
 def local_training_update(job: ClientJob) -> ClientUpdate:
     """The FedAvg client: train on all local data from the starting weights, send the delta.
 
+    When the local optimiser declares ``persist_optimizer_state``, the client's optimiser state
+    (moments, Shampoo's preconditioners) continues from its previous round.
+
     Args:
         job: the client's job.
 
@@ -121,5 +127,5 @@ def local_training_update(job: ClientJob) -> ClientUpdate:
         The update, weighted by the number of local examples.
     """
     job.reset()
-    stats = job.train()
+    stats = job.train(keep_optimizer_state=getattr(job.trainer.optimizer, "persistent", False))
     return ClientUpdate(job.delta(), num_examples=len(job.dataset), metrics=stats.as_dict())

@@ -30,7 +30,7 @@ class TrainConfig:
         preset: the recipe name the run started from (``fedavg``, ``lora``, ...).
         method: what clients train and send (a name of ``METHODS``: ``full``, ``lora``, ...).
         strategy: how the server combines (a name of ``STRATEGIES``).
-        optimizer: the local optimiser (a name of ``OPTIMIZERS``: ``adamw``, ``sgd``).
+        optimizer: the local optimiser (a name of ``OPTIMIZERS``: ``adamw``, ``sgd``, ``shampoo``).
         wire: wire format of every message (``fp32`` or ``nf4``).
         rounds: federated rounds (0 only for a method that personalises every client
             afterwards: ``local-only``).
@@ -182,8 +182,7 @@ class TrainConfig:
 
     def build_optimizer(self) -> Optimizer:
         """The configured local optimiser."""
-        cls = OPTIMIZERS[self.optimizer]
-        return cls(build_options(cls.option_classes[0], self.options))
+        return OPTIMIZERS[self.optimizer].from_options(self.options)
 
     def build_codec(self) -> WireCodec:
         """The configured wire format."""

@@ -3,11 +3,13 @@
 Each round the strategy samples M of the K clients (seeded by the run's seed and the round), the
 server broadcasts the current values of the communicated parameters through the channel (one
 logged message per client), every sampled client loads what it decoded, computes its update with
-the method (by default AdamW local epochs, optimiser rebuilt each round) and sends it back through
+the method (by default AdamW local epochs, optimiser rebuilt each round unless it declares
+``persist_optimizer_state``) and sends it back through
 the channel, and the strategy aggregates the decoded updates into the next global weights in full
 precision. After each round the global model is evaluated and the run directory is committed, so a
 run can be resumed from its last completed round and ends in exactly the same state. What a method
-keeps per client (``ClientJob.state``) is committed with the round as well.
+keeps per client (``ClientJob.state``, the optimiser's persisted state included) is committed
+with the round as well.
 
 A method that personalises (``Method.personalises``, track 3) then gets every client's local work
 after the last round: the server sends the final global model to each client (round R + 1 of the
@@ -32,7 +34,7 @@ from torch import nn
 from baselines.client_job import ClientJob, ClientUpdate
 from baselines.communication import SERVER, Channel, CommunicationLog
 from baselines.config import TrainConfig
-from baselines.local_training import LocalTrainer, clip_grad_norm
+from baselines.local_training import LocalTrainer, chain_step_hooks, clip_grad_norm, clip_grad_value
 from baselines.methods import Method
 from baselines.parameters import get_values, select_communicated, set_values
 from baselines.run_directory import RunDirectory, RunState
@@ -115,12 +117,23 @@ class FederatedSimulation:
         self.channel = Channel(config.build_codec(), CommunicationLog())
         self.model = self.method.prepare(task.build_model(), seed=config.seed)
         self.parameters = select_communicated(self.model, prefix=self.method.prefix)
+        optimizer = config.build_optimizer()
+        if optimizer.persistent and self.method.private:
+            raise ValueError(
+                f"--persist-optimizer-state does not apply to the private method "
+                f"{config.method!r}: each provider's update must start from a fresh optimiser, "
+                "or one provider's data would reach another's update past the clipping"
+            )
         self.trainer = LocalTrainer(
             task.collate,
             epochs=config.local_epochs,
             batch_size=config.batch_size,
-            optimizer=config.build_optimizer(),
-            step_hook=None if config.max_grad_norm is None else clip_grad_norm(config.max_grad_norm),
+            optimizer=optimizer,
+            step_hook=chain_step_hooks(
+                None if optimizer.local.max_grad_value is None
+                else clip_grad_value(optimizer.local.max_grad_value),
+                None if config.max_grad_norm is None else clip_grad_norm(config.max_grad_norm),
+            ),
             progress=progress,
             length_column=task.length_column,
         )

@@ -4,7 +4,9 @@ Three hooks make it extensible without editing it: an optimiser factory (AdamW b
 :class:`~baselines.optimizers.base.Optimizer` or callable from parameters to a
 ``torch.optim.Optimizer``), a loss hook per call (a method adds a proximal or distillation term,
 :meth:`baselines.methods.base.Method.local_loss`) and a step hook run between ``backward`` and
-the optimiser step (gradient clipping of any kind, :func:`clip_grad_norm`).
+the optimiser step (gradient clipping of any kind: :func:`clip_grad_norm`, the element-wise
+:func:`clip_grad_value`, or both with :func:`chain_step_hooks`). A caller that keeps a client's
+optimiser state across rounds passes it to :meth:`LocalTrainer.train` (``optimizer_state``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import torch
 from torch import nn
 
 from baselines.optimizers.adamw import AdamW, AdamWOptions
+from baselines.optimizers.state import import_state, save_into
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -44,13 +47,58 @@ def clip_grad_norm(max_norm: float) -> StepHook:
     Raises:
         ValueError: for a bound <= 0.
     """
-    if not max_norm > 0:
-        raise ValueError(f"max_grad_norm must be > 0, got {max_norm}")
+    return _clipping_hook("max_grad_norm", max_norm, torch.nn.utils.clip_grad_norm_)
 
-    def clip(parameters: Sequence[nn.Parameter]) -> None:
-        torch.nn.utils.clip_grad_norm_(parameters, max_norm)
 
-    return clip
+def clip_grad_value(max_value: float) -> StepHook:
+    """A step hook that clips every gradient entry to ``[-max_value, max_value]``.
+
+    Element-wise clipping, as FedShampoo applies it (Zhang et al. 2020, "Why are Adaptive Methods
+    Good for Attention Models?", https://arxiv.org/abs/1912.03194, on heavy-tailed gradient
+    noise); unlike :func:`clip_grad_norm` it changes the gradient's direction.
+
+    Args:
+        max_value: the bound c (> 0).
+
+    Returns:
+        The hook.
+
+    Raises:
+        ValueError: for a bound <= 0.
+    """
+    return _clipping_hook("max_grad_value", max_value, torch.nn.utils.clip_grad_value_)
+
+
+def _clipping_hook(name: str, bound: float,
+                   clip: Callable[[Sequence[nn.Parameter], float], Any]) -> StepHook:
+    """A step hook that applies ``clip(parameters, bound)``, the bound checked first."""
+    if not bound > 0:
+        raise ValueError(f"{name} must be > 0, got {bound}")
+
+    def hook(parameters: Sequence[nn.Parameter]) -> None:
+        clip(parameters, bound)
+
+    return hook
+
+
+def chain_step_hooks(*hooks: StepHook | None) -> StepHook | None:
+    """One step hook that runs the given ones in order (``None`` entries skipped).
+
+    Args:
+        *hooks: step hooks or ``None``.
+
+    Returns:
+        The chained hook, the only one, or ``None`` when none is given.
+    """
+    present = [hook for hook in hooks if hook is not None]
+    if len(present) <= 1:
+        return present[0] if present else None
+
+    def chained(parameters: Sequence[nn.Parameter]) -> None:
+        for hook in present:
+            hook(parameters)
+
+    return chained
 
 
 @dataclass
@@ -137,6 +185,7 @@ class LocalTrainer:
         seed: int,
         loss: LossHook | None = None,
         epochs: int | None = None,
+        optimizer_state: dict[str, torch.Tensor] | None = None,
     ) -> TrainStats:
         """Train ``model`` in place on ``dataset``.
 
@@ -146,6 +195,9 @@ class LocalTrainer:
             seed: seeds the shuffling and dropout, so a run is reproducible.
             loss: the loss of a batch from the model's outputs (``None``: ``outputs.loss``).
             epochs: epochs of this call (``None``: the trainer's local epochs).
+            optimizer_state: a client's saved optimiser state (its ``optimizer/`` entries are
+                loaded into the fresh optimiser and replaced by its state after training);
+                ``None``: the optimiser starts fresh and its state is dropped.
 
         Returns:
             Statistics of the call.
@@ -156,6 +208,8 @@ class LocalTrainer:
         start = time.perf_counter()
         params = [p for p in model.parameters() if p.requires_grad]
         optimizer = self.optimizer(params)
+        if optimizer_state is not None:
+            import_state(optimizer, optimizer_state)
         generator = torch.Generator().manual_seed(seed)
         torch.manual_seed(seed)
         n = len(dataset)
@@ -187,6 +241,8 @@ class LocalTrainer:
                 bar.set_postfix(loss=f"{float(value.detach()):.3f}")
         bar.close()
         model.eval()
+        if optimizer_state is not None:
+            save_into(optimizer_state, optimizer)
         return TrainStats(
             steps=steps,
             examples=n * epochs,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from baselines.optimizers.base import Optimizer
+from baselines.optimizers.base import LocalOptimizerOptions, Optimizer
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class AdamW(Optimizer):
     """``torch.optim.AdamW`` with the options' learning rate and weight decay."""
 
     name = "adamw"
-    option_classes = (AdamWOptions,)
+    option_classes = (AdamWOptions, LocalOptimizerOptions)
 
     def __call__(self, parameters: Iterable[torch.nn.Parameter]) -> torch.optim.Optimizer:
         """A fresh AdamW over ``parameters``."""

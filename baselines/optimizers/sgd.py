@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from baselines.optimizers.base import Optimizer
+from baselines.optimizers.base import LocalOptimizerOptions, Optimizer
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class SGD(Optimizer):
     """``torch.optim.SGD`` with momentum."""
 
     name = "sgd"
-    option_classes = (SGDOptions,)
+    option_classes = (SGDOptions, LocalOptimizerOptions)
 
     def __call__(self, parameters: Iterable[torch.nn.Parameter]) -> torch.optim.Optimizer:
         """A fresh SGD over ``parameters``."""

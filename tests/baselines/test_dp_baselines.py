@@ -21,7 +21,7 @@ from baselines.privacy.mechanism import update_norm
 from baselines.run_directory import RunDirectory
 from baselines.vt5_task import build_vt5_task
 
-EPSILON = {"dp-fedavg": 8.0, "dp-lora": 4.0}
+EPSILON = {"dp-fedavg": 8.0, "dp-lora": 4.0, "dp-clgecl": 8.0, "dp-clgecl-lora": 4.0}
 
 
 def _train(args: list[str]):
