@@ -39,6 +39,22 @@ def _submit(run_dir: Path, url: str, token: str, organiser: str) -> dict:
                      headers={"Authorization": f"Bearer {organiser}"}).json()
 
 
+def _serve_and_submit(tmp_path: Path, reference: Path, data: Path, *runs: Path) -> list[dict]:
+    """`pflkit serve` on SQLite, the runs submitted one after the other by one team; each
+    scored submission as the organisers see it (full precision; the team's view has 4
+    decimals)."""
+    database_url = f"sqlite:///{tmp_path / 'evaluator.db'}"
+    env = service_env(tmp_path, reference=reference, data=data, database_url=database_url)
+    token = create_team(database_url, "baselines")
+    organiser = create_team(database_url, "org", organiser=True)
+    service = Service(tmp_path / "serve.log", env)
+    try:
+        service.wait_healthy()
+        return [_submit(run, service.url, token, organiser) for run in runs]
+    finally:
+        service.stop()
+
+
 def _evaluate(run_dir: Path, data: Path) -> dict:
     result = pflkit("evaluate", str(run_dir / "checkpoint"), "--data", str(data), "--split",
                     "test", "--json", "--batch-size", "8")
@@ -53,19 +69,7 @@ def test_baseline_runs_score_like_pflkit_evaluate(
     track1 = _train(tmp_path / "track1", tiny_benchmark, tiny_reference, "--method", "lora-nf4")
     track2 = _train(tmp_path / "track2", tiny_benchmark, tiny_reference, "--method", "dp-lora",
                     "--epsilon", "8")
-    database_url = f"sqlite:///{tmp_path / 'evaluator.db'}"
-    env = service_env(tmp_path, reference=tiny_reference, data=tiny_benchmark,
-                      database_url=database_url)
-    token = create_team(database_url, "baselines")
-    organiser = create_team(database_url, "org", organiser=True)
-    service = Service(tmp_path / "serve.log", env)
-    try:
-        service.wait_healthy()
-        # The organisers' view: full precision (the team's own view has 4 decimals).
-        scored1 = _submit(track1, service.url, token, organiser)
-        scored2 = _submit(track2, service.url, token, organiser)
-    finally:
-        service.stop()
+    scored1, scored2 = _serve_and_submit(tmp_path, tiny_reference, tiny_benchmark, track1, track2)
 
     for run_dir, scored in ((track1, scored1), (track2, scored2)):
         assert scored["status"] == "finished", scored
@@ -89,17 +93,7 @@ def test_track3_baseline_run_scores_like_pflkit_evaluate_personal(
 ) -> None:
     run = _train(tmp_path / "track3", tiny_benchmark, tiny_reference, "--method", "local-only",
                  "--finetune-epochs", "1")  # fmt: skip
-    database_url = f"sqlite:///{tmp_path / 'evaluator.db'}"
-    env = service_env(tmp_path, reference=tiny_reference, data=tiny_benchmark,
-                      database_url=database_url)  # fmt: skip
-    token = create_team(database_url, "baselines")
-    organiser = create_team(database_url, "org", organiser=True)
-    service = Service(tmp_path / "serve.log", env)
-    try:
-        service.wait_healthy()
-        scored = _submit(run, service.url, token, organiser)
-    finally:
-        service.stop()
+    (scored,) = _serve_and_submit(tmp_path, tiny_reference, tiny_benchmark, run)
 
     assert scored["status"] == "finished", scored
     assert scored["total_bytes"] == 0 and scored["results"]["rounds"] == 0  # local-only
