@@ -91,12 +91,13 @@ def test_baseline_runs_score_like_pflkit_evaluate(
 def test_track3_baseline_run_scores_like_pflkit_evaluate_personal(
     tmp_path: Path, tiny_reference: Path, tiny_benchmark: Path
 ) -> None:
-    run = _train(tmp_path / "track3", tiny_benchmark, tiny_reference, "--method", "local-only",
+    run = _train(tmp_path / "track3", tiny_benchmark, tiny_reference, "--method", "fedavg-ft",
                  "--finetune-epochs", "1")  # fmt: skip
     (scored,) = _serve_and_submit(tmp_path, tiny_reference, tiny_benchmark, run)
 
     assert scored["status"] == "finished", scored
-    assert scored["total_bytes"] == 0 and scored["results"]["rounds"] == 0  # local-only
+    # one FedAvg round, then the round that sends the final model to every client
+    assert scored["total_bytes"] == _log_total(run) and scored["results"]["rounds"] == 2
     result = pflkit("evaluate", str(run / "checkpoint"), "--data", str(tiny_benchmark), "--split",
                     "test", "--json", "--batch-size", "8", "--personal", str(run / "personal"))
     assert result.returncode == 0, result.stdout + result.stderr
