@@ -14,7 +14,7 @@ import math
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import torch
@@ -415,6 +415,27 @@ def validate_safetensors_file(
     return header
 
 
+def read_bounded_json(path: Path, *, max_bytes: int) -> Any:
+    """Parse a small JSON file that exists, refusing one over ``max_bytes``.
+
+    Args:
+        path: the file.
+        max_bytes: the largest size accepted.
+
+    Returns:
+        The parsed value.
+
+    Raises:
+        CheckpointError: naming the file, when it is too large or not valid JSON.
+    """
+    if path.stat().st_size > max_bytes:
+        raise CheckpointError(f"{path}: larger than {max_bytes} bytes")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise CheckpointError(f"{path}: not valid JSON ({error})") from None
+
+
 def read_checkpoint_config(directory: str | Path) -> VT5Config:
     """Read and check the `config.json` of a VT5 checkpoint directory.
 
@@ -438,12 +459,7 @@ def read_checkpoint_config(directory: str | Path) -> VT5Config:
             f"{config_path}: missing; a VT5 checkpoint directory holds {CONFIG_NAME}, "
             f"{WEIGHTS_NAME} and the tokenizer (spiece.model / tokenizer.json)"
         )
-    if config_path.stat().st_size > MAX_CONFIG_BYTES:
-        raise CheckpointError(f"{config_path}: larger than {MAX_CONFIG_BYTES} bytes")
-    try:
-        raw = json.loads(config_path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise CheckpointError(f"{config_path}: not valid JSON ({error})") from None
+    raw = read_bounded_json(config_path, max_bytes=MAX_CONFIG_BYTES)
     if not isinstance(raw, dict) or raw.get("model_type") != VT5Config.model_type:
         found = raw.get("model_type") if isinstance(raw, dict) else type(raw).__name__
         raise CheckpointError(

@@ -24,7 +24,6 @@ file, and this path is never reachable from an upload (submissions are safetenso
 
 from __future__ import annotations
 
-import json
 import math
 import shutil
 from collections.abc import Mapping
@@ -40,6 +39,7 @@ from benchmark.model.checkpoint import (
     WEIGHTS_NAME,
     CheckpointError,
     expected_tensor_spec,
+    read_bounded_json,
     validate_checkpoint_dir,
 )
 from benchmark.model.configuration_vt5 import RESAMPLE_FILTERS, VT5Config
@@ -187,12 +187,7 @@ def _read_json(path: Path) -> dict[str, Any]:
     """A JSON object from a small file, with errors that name it."""
     if not path.is_file():
         raise CheckpointError(f"{path}: missing")
-    if path.stat().st_size > _MAX_JSON_BYTES:
-        raise CheckpointError(f"{path}: larger than {_MAX_JSON_BYTES} bytes")
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise CheckpointError(f"{path}: not valid JSON ({error})") from None
+    value = read_bounded_json(path, max_bytes=_MAX_JSON_BYTES)
     if not isinstance(value, dict):
         raise CheckpointError(f"{path}: expected a JSON object, found {type(value).__name__}")
     return value
