@@ -115,6 +115,22 @@ class CommunicationLog:
         return cls(MessageRecord.from_json(line) for line in text.splitlines() if line.strip())
 
 
+def encode_message(codec: WireCodec, tensors: Mapping[str, torch.Tensor]) -> EncodedMessage:
+    """Encode tensors with ``codec`` and note what the official logger would have counted.
+
+    Args:
+        codec: the wire format.
+        tensors: canonical name -> tensor.
+
+    Returns:
+        The message as it travels.
+    """
+    values = {name: tensor.numel() for name, tensor in tensors.items()}
+    return dataclasses.replace(
+        codec.encode(tensors), official_logger_bytes=official_logger_bytes(values)
+    )
+
+
 class Channel:
     """Carries messages through a wire codec and logs each one.
 
@@ -129,15 +145,12 @@ class Channel:
 
     def encode(self, tensors: Mapping[str, torch.Tensor]) -> EncodedMessage:
         """Encode a message once (a broadcast reuses it for every receiver)."""
-        values = {name: tensor.numel() for name, tensor in tensors.items()}
-        return dataclasses.replace(
-            self.codec.encode(tensors), official_logger_bytes=official_logger_bytes(values)
-        )
+        return encode_message(self.codec, tensors)
 
-    def deliver(
+    def record(
         self, message: EncodedMessage, *, federated_round: int, sender: int, receiver: int
-    ) -> dict[str, torch.Tensor]:
-        """Log an encoded message as sent from ``sender`` to ``receiver`` and decode it.
+    ) -> None:
+        """Log an encoded message as sent from ``sender`` to ``receiver``.
 
         Args:
             message: the encoded message.
@@ -145,8 +158,8 @@ class Channel:
             sender: sender id (``-1`` = server).
             receiver: receiver id (``-1`` = server).
 
-        Returns:
-            The tensors as the receiver decodes them.
+        Raises:
+            ValueError: when neither or both ends are the server.
         """
         try:
             check_endpoints(sender, receiver)
@@ -166,6 +179,16 @@ class Channel:
                 official_logger_bytes=message.official_logger_bytes,
             )
         )
+
+    def deliver(
+        self, message: EncodedMessage, *, federated_round: int, sender: int, receiver: int
+    ) -> dict[str, torch.Tensor]:
+        """Log an encoded message (see :meth:`record`) and decode it.
+
+        Returns:
+            The tensors as the receiver decodes them.
+        """
+        self.record(message, federated_round=federated_round, sender=sender, receiver=receiver)
         return self.codec.decode(message)
 
     def send(

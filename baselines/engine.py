@@ -6,8 +6,11 @@ logged message per client), every sampled client loads what it decoded, computes
 the method (by default AdamW local epochs, optimiser rebuilt each round unless it declares
 ``persist_optimizer_state``) and sends it back through
 the channel, and the strategy aggregates the decoded updates into the next global weights in full
-precision. After each round the global model is evaluated and the run directory is committed, so a
-run can be resumed from its last completed round and ends in exactly the same state. What a method
+precision. The server's part of a round is :class:`~baselines.server.FederatedServer` and the
+clients' part :class:`~baselines.client.FederatedClient`; this loop calls them in one process, and
+any other engine that calls them the same way produces the same log and weights. After each
+round the global model is evaluated and the run directory is committed, so a run can be resumed
+from its last completed round and ends in exactly the same state. What a method
 keeps per client (``ClientJob.state``, the optimiser's persisted state included) is committed
 with the round as well.
 
@@ -21,25 +24,27 @@ the client runs ``Method.personalise`` and the run directory is committed after 
 from __future__ import annotations
 
 import copy
-import functools
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
-from baselines.client_job import ClientJob, ClientUpdate
+from baselines.client import ClientReply, FederatedClient, build_trainer, client_seed
+from baselines.client_job import ClientUpdate
 from baselines.communication import SERVER, Channel, CommunicationLog
 from baselines.config import TrainConfig
-from baselines.local_training import LocalTrainer, chain_step_hooks, clip_grad_norm, clip_grad_value
 from baselines.methods import Method
 from baselines.parameters import get_values, select_communicated, set_values
 from baselines.run_directory import RunDirectory, RunState
+from baselines.server import FederatedServer
 from baselines.submission import write_submission
 from baselines.task import FederatedTask
+from baselines.wire import EncodedMessage
+
+__all__ = ["FederatedSimulation", "RunSummary", "client_seed"]
 
 
 @dataclass
@@ -71,11 +76,6 @@ class RunSummary:
         """Wall time of the run / time spent in client training (personalisation included)."""
         training = self.timing["client_training"] + self.timing.get("personalisation", 0.0)
         return self.timing["wall"] / max(training, 1e-9)
-
-
-def client_seed(seed: int, federated_round: int, client: int) -> int:
-    """The seed of one client in one round, derived from the run's seed."""
-    return int(np.random.SeedSequence([seed, federated_round, client]).generate_state(1)[0])
 
 
 class FederatedSimulation:
@@ -111,34 +111,22 @@ class FederatedSimulation:
                 f"--clients-per-round {config.clients_per_round} exceeds the {task.num_clients} "
                 f"clients of the data; use at most {task.num_clients}"
             )
-        self.strategy = config.build_strategy()
         self.method = config.build_method() if method is None else method
         self.method.bind(task)
         self.channel = Channel(config.build_codec(), CommunicationLog())
+        self.server = FederatedServer(config.build_strategy(), self.channel,
+                                      num_clients=task.num_clients, seed=config.seed)
+        self.strategy = self.server.strategy
         self.model = self.method.prepare(task.build_model(), seed=config.seed)
         self.parameters = select_communicated(self.model, prefix=self.method.prefix)
-        optimizer = config.build_optimizer()
-        if optimizer.persistent and self.method.private:
-            raise ValueError(
-                f"--persist-optimizer-state does not apply to the private method "
-                f"{config.method!r}: each provider's update must start from a fresh optimiser, "
-                "or one provider's data would reach another's update past the clipping"
-            )
-        self.trainer = LocalTrainer(
-            task.collate,
-            epochs=config.local_epochs,
-            batch_size=config.batch_size,
-            optimizer=optimizer,
-            step_hook=chain_step_hooks(
-                None if optimizer.local.max_grad_value is None
-                else clip_grad_value(optimizer.local.max_grad_value),
-                None if config.max_grad_norm is None else clip_grad_norm(config.max_grad_norm),
-            ),
-            progress=progress,
-            length_column=task.length_column,
-        )
+        self.trainer = build_trainer(config, task, progress=progress, private=self.method.private)
         #: client id -> the method's state for that client (saved with every round).
         self.client_states: dict[int, dict[str, torch.Tensor]] = {}
+        self.clients = FederatedClient(
+            seed=config.seed, method=self.method, model=self.model, parameters=self.parameters,
+            trainer=self.trainer, codec=self.channel.codec,
+            data=dict(enumerate(task.client_data)), states=self.client_states,
+        )
 
     def run(self, *, resume: bool = False) -> RunSummary:
         """Run (or continue) the federation and write the submission.
@@ -163,6 +151,7 @@ class FederatedSimulation:
             self.strategy.load_state_dict(state.strategy_state)
             self.channel.log = state.log
             self.client_states = state.client_states
+            self.clients.states = self.client_states
             metrics = state.metrics
             timing = dict(state.timing)
             first_round = state.federated_round + 1
@@ -256,24 +245,6 @@ class FederatedSimulation:
             copy.deepcopy(self.model), self.client_states.get(client, {})
         )
 
-    def _job(self, federated_round: int, client: int,
-             received: dict[str, torch.Tensor]) -> ClientJob:
-        """A client's job with the weights it received loaded into the model."""
-        set_values(self.model, self.parameters, received)
-        job = ClientJob(
-            federated_round=federated_round,
-            client=client,
-            model=self.model,
-            parameters=self.parameters,
-            start_weights=received,
-            dataset=self.task.client_data[client],
-            trainer=self.trainer,
-            seed=client_seed(self.config.seed, federated_round, client),
-            state=self.client_states.setdefault(client, {}),
-        )
-        job.loss = functools.partial(self.method.local_loss, job)
-        return job
-
     def _personalise(self, weights: dict[str, torch.Tensor], done: list[int],
                      timing: dict[str, float]) -> Iterator[int]:
         """Every client not in ``done`` runs ``Method.personalise``; yields each when finished.
@@ -291,7 +262,7 @@ class FederatedSimulation:
             if broadcast is not None:
                 received = self.channel.deliver(broadcast, federated_round=federated_round,
                                                 sender=SERVER, receiver=client)
-            job = self._job(federated_round, client, received)
+            job = self.clients.job(federated_round, client, received)
             self.trainer.description = f"personalising client {client}"
             tic = time.perf_counter()
             self.method.personalise(job)
@@ -300,43 +271,32 @@ class FederatedSimulation:
             set_values(self.model, self.parameters, weights)
             yield client
 
+    def fit_round(self, federated_round: int, clients: list[int],
+                  broadcast: EncodedMessage) -> list[ClientReply]:
+        """Every sampled client's reply to the broadcast, in the order of ``clients``.
+
+        In process: each client's :meth:`FederatedClient.fit` in turn. Another engine (the Flower
+        ``ServerApp``) overrides this to send the broadcast to the clients' nodes instead.
+        """
+        return [self.clients.fit(federated_round, client, broadcast) for client in clients]
+
     def _round(
         self, federated_round: int, weights: dict[str, torch.Tensor], timing: dict[str, float]
     ) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         """One federated round; returns the new global weights and the round's metrics row."""
-        config = self.config
-        clients = self.strategy.configure_fit(
-            federated_round, self.task.num_clients, seed=config.seed
-        )
+        server = self.server
+        clients = server.sample(federated_round)
         log_start = len(self.channel.log.records)
-        broadcast = self.channel.encode(weights)
+        broadcast = server.broadcast(weights)
         results: list[ClientUpdate] = []
-        for client in clients:
-            received = self.channel.deliver(
-                broadcast, federated_round=federated_round, sender=SERVER, receiver=client
-            )
-            job = self._job(federated_round, client, received)
-            self.trainer.description = f"round {federated_round} client {client}"
-            tic = time.perf_counter()
-            update = self.method.compute_update(job)
-            timing["client_training"] += time.perf_counter() - tic
-            delivered = self.channel.send(
-                update.delta, federated_round=federated_round, sender=client, receiver=SERVER
-            )
-            results.append(ClientUpdate(delivered, update.num_examples, update.metrics))
-        weights = self.strategy.aggregate_fit(federated_round, weights, results)
+        for client, reply in zip(clients, self.fit_round(federated_round, clients, broadcast),
+                                 strict=True):
+            timing["client_training"] += reply.seconds
+            results.append(server.receive(federated_round, client, broadcast, reply.message,
+                                          reply.num_examples, reply.metrics))
+        weights = server.aggregate(federated_round, weights, results)
         set_values(self.model, self.parameters, weights)
-        round_log = CommunicationLog(self.channel.log.records[log_start:])
-        row: dict[str, Any] = {
-            "round": federated_round,
-            "clients": clients,
-            "examples": sum(r.num_examples for r in results),
-            "round_bytes": round_log.total_bytes(),
-            "total_bytes": self.channel.log.total_bytes(),
-        }
-        losses = [r.metrics["loss"] for r in results if "loss" in r.metrics]
-        if losses:
-            row["train_loss"] = float(np.mean(losses))
+        row = server.round_row(federated_round, clients, results, log_start)
         if self.task.evaluate is not None:
             tic = time.perf_counter()
             scores = self.task.evaluate(self.method.inference_model(self.model))

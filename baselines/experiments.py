@@ -11,12 +11,23 @@ Writes ``OUT/track1.md`` (val ANLS, bytes per message, total bytes, rounds, wall
 ``OUT/track2.md`` (val ANLS per epsilon for the DP presets next to non-private FedAvg) and the
 plots ``OUT/track1.png`` (ANLS against bytes) and ``OUT/track2.png`` (ANLS against epsilon).
 
-``--track 3`` trains ``fedavg-ft`` and ``local-only`` (run directories
-``OUT/track3-<preset>-seed0``), scores every submission with the track-3 scoring on the test
-split (``RUN/personal_test.json``) and writes ``OUT/track3.md`` and the per-client plot
-``OUT/track3.png``. Two global-only rows come without training: ``base`` (the shipped base) and
-``fedavg``, the global model of the ``fedavg-ft`` run, which is the ``fedavg`` preset's model
+``--track 3`` trains ``fedavg-ft``, ``local-only``, ``pfedcr``, ``fedp3``, ``feddat`` and
+``lora-10rounds`` (the ``lora`` preset over 10 rounds: LoRA FedAvg at FedDAT's adapter budget)
+(run directories ``OUT/track3-<name>-seed0``; ``--only`` trains some of them), scores every
+submission with the track-3 scoring on the test split (``RUN/personal_test.json``) and writes
+``OUT/track3.md`` and the per-client plot ``OUT/track3.png`` with a row for every run there.
+Two global-only rows come without training: ``base`` (the shipped base) and ``fedavg``, the
+global model of the ``fedavg-ft`` run (when it is there), which is the ``fedavg`` preset's model
 bit for bit (the fine-tuning comes after its 10 rounds), with its 10 rounds' bytes.
+
+``--track optimiser`` runs issue 15's comparisons (not part of ``all``): ``fedavg`` and
+``fedshampoo`` trained one round at a time with every round's checkpoint scored on the whole val
+and test splits (:mod:`baselines.round_scores`; ``OUT/optimiser_track1.md`` with the rounds and
+bytes to the threshold that fedavg's final test ANLS implies, ``OUT/optimiser_track1.png``), and
+``dp-fedavg``, ``dp-clgecl`` (momentum SGD) and ``dp-clgecl`` with AdamW at epsilon 1, 4 and 8,
+each declaration checked by ``pflkit dp verify`` (``RUN/verify.json``;
+``OUT/optimiser_track2.md``, ``OUT/optimiser_track2.png``). ``--only NAME,...`` restricts it to
+some runs, so that each can be started in a CPU slot of its own.
 """
 
 from __future__ import annotations
@@ -34,8 +45,15 @@ from pathlib import Path
 
 from baselines.personal_report import SCORES, PersonalReport, plot_per_client, read_personal
 from baselines.personal_report import markdown_table as personal_table
-from baselines.report import RunReport, markdown_table, plot_anls_vs_bytes, read_run
+from baselines.report import RunReport, format_bytes, markdown_table, plot_anls_vs_bytes, read_run
+from baselines.round_scores import (
+    RoundScore,
+    first_at_threshold,
+    read_round_scores,
+    train_round_by_round,
+)
 from benchmark.figures import new_figure, save_figure
+from benchmark.threshold import threshold_from
 
 EPSILONS = (1, 4, 8)
 DP_METHODS = ("dp-fedavg", "dp-lora")
@@ -70,8 +88,30 @@ TRACK2 = tuple(
 )
 
 
-TRACK3 = (Experiment("track3-fedavg-ft-seed0", "fedavg-ft"),
-          Experiment("track3-local-only-seed0", "local-only"))
+#: Issue 15, track 1: the runner-up's optimiser against the baseline, each checkpoint scored on
+#: val and test after every round (:mod:`baselines.round_scores`), 10 rounds each.
+OPTIMISER_TRACK1 = (Experiment("fedavg", "fedavg"), Experiment("fedshampoo", "fedshampoo"))
+OPTIMISER_ROUNDS = 10
+#: Issue 15, track 2: DP-CLGECL with its momentum SGD, and with AdamW at dp-fedavg's lr; beside
+#: ``dp-fedavg`` (:data:`TRACK2`). Row name -> (preset, options).
+CLGECL_ROWS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "dp-clgecl": ("dp-clgecl", ()),
+    "dp-clgecl-adamw": ("dp-clgecl", ("--optimizer", "adamw", "--lr", "2e-4")),
+}
+CLGECL_TRACK2 = tuple(
+    Experiment(f"{row}-eps{epsilon}", preset, (*options, "--epsilon", str(epsilon)))
+    for row, (preset, options) in CLGECL_ROWS.items()
+    for epsilon in EPSILONS
+)
+
+
+TRACK3 = (
+    Experiment("track3-fedavg-ft-seed0", "fedavg-ft"),
+    Experiment("track3-local-only-seed0", "local-only"),
+    *(Experiment(f"track3-{preset}-seed0", preset) for preset in ("pfedcr", "fedp3", "feddat")),
+    #: LoRA FedAvg with FedDAT's shared adapter and rounds: "parameter-efficient FedAvg".
+    Experiment("track3-lora-10rounds-seed0", "lora", ("--rounds", "10")),
+)
 
 
 def _pflkit(*args: str) -> subprocess.CompletedProcess:
@@ -114,11 +154,12 @@ def full_val_report(run: Path) -> RunReport:
     return dataclasses.replace(read_run(run), val_anls=anls)
 
 
-def track2_table(out: Path, fedavg: RunReport | None) -> str:
+def track2_table(out: Path, fedavg: RunReport | None,
+                 methods: Sequence[str] = DP_METHODS) -> str:
     """Markdown: one row per DP method, one column per epsilon, FedAvg as the non-private row."""
     header = "| method | " + " | ".join(f"epsilon {e}" for e in EPSILONS) + " | non-private |"
     lines = [header, "| --- |" + " ---: |" * (len(EPSILONS) + 1)]
-    for method in DP_METHODS:
+    for method in methods:
         cells = []
         for epsilon in EPSILONS:
             run = out / f"{method}-eps{epsilon}"
@@ -134,10 +175,11 @@ def track2_table(out: Path, fedavg: RunReport | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot_anls_vs_epsilon(out: Path, fedavg: RunReport | None, target: Path) -> Path:
+def plot_anls_vs_epsilon(out: Path, fedavg: RunReport | None, target: Path,
+                         methods: Sequence[str] = DP_METHODS) -> Path:
     """Val ANLS against epsilon, one line per DP method, FedAvg as a horizontal line."""
     figure, axes = new_figure()
-    for method in DP_METHODS:
+    for method in methods:
         points = [(e, full_val_report(out / f"{method}-eps{e}").val_anls) for e in EPSILONS
                   if (out / f"{method}-eps{e}" / "val.json").is_file()]
         if points:
@@ -150,6 +192,105 @@ def plot_anls_vs_epsilon(out: Path, fedavg: RunReport | None, target: Path) -> P
     axes.grid(True, alpha=0.3)
     axes.legend()
     return save_figure(figure, target)
+
+
+def optimiser_track1(out: Path) -> tuple[str, dict[str, list[RoundScore]]]:
+    """Markdown: the round-by-round runs, each with its rounds and bytes to the threshold that
+    the ``fedavg`` run's final test ANLS implies (95% of it)."""
+    scores = {e.name: read_round_scores(out / e.name) for e in OPTIMISER_TRACK1}
+    fedavg = scores["fedavg"]
+    threshold = threshold_from(fedavg[-1].test_anls) if fedavg else None
+    lines = [f"threshold: {threshold} (95% of fedavg's test ANLS after its last round)\n",
+             "| run | val ANLS per round (whole split) | final val | final test | "
+             "bytes/message | total bytes | round at threshold | bytes to threshold |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for name, rows in scores.items():
+        if not rows:
+            continue
+        report = read_run(out / name)
+        reached = None if threshold is None else first_at_threshold(rows, threshold)
+        at = ("not reached", "n/a") if reached is None else (
+            str(reached.round), format_bytes(reached.total_bytes))
+        curve = ", ".join(_anls(row.val_anls) for row in rows)
+        lines.append(f"| {name} | {curve} | {_anls(rows[-1].val_anls)} | {rows[-1].test_anls:.4f} | "
+                     f"{report.bytes_per_message:,} | {format_bytes(rows[-1].total_bytes)} | "
+                     f"{at[0]} | {at[1]} |")
+    return "\n".join(lines) + "\n", scores
+
+
+def _anls(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
+
+
+def plot_round_scores(scores: dict[str, list[RoundScore]], target: Path) -> Path:
+    """Val (solid) and test (dashed) ANLS against cumulative bytes, the threshold as a line."""
+    figure, axes = new_figure()
+    for name, rows in scores.items():
+        if not rows:
+            continue
+        val = [(row.total_bytes, row.val_anls) for row in rows if row.val_anls is not None]
+        line, = axes.plot(*zip(*val, strict=True), marker="o", label=f"{name} val")
+        axes.plot([row.total_bytes for row in rows], [row.test_anls for row in rows],
+                  linestyle="--", marker=".", color=line.get_color(), label=f"{name} test")
+    if scores.get("fedavg"):
+        axes.axhline(threshold_from(scores["fedavg"][-1].test_anls), color="grey", linestyle=":",
+                     label="track-1 threshold")
+    axes.set_xlabel("bytes exchanged (both directions), one point per round")
+    axes.set_ylabel("ANLS (whole split)")
+    axes.grid(True, alpha=0.3)
+    axes.legend(fontsize="small")
+    return save_figure(figure, target)
+
+
+def verify_privacy(run: Path) -> dict:
+    """``pflkit dp verify`` on the run's ``privacy.json``, kept in ``RUN/verify.json``.
+
+    Raises:
+        RuntimeError: when the declaration does not verify.
+    """
+    target = run / "verify.json"
+    if not target.is_file():
+        checked = _pflkit("dp", "verify", str(run / "privacy.json"), "--json")
+        if checked.returncode != 0:
+            raise RuntimeError(f"{run.name}: privacy.json does not verify:\n"
+                               f"{checked.stdout[-2000:]}{checked.stderr[-2000:]}")
+        staging = target.with_suffix(".json.tmp")
+        staging.write_text(checked.stdout, encoding="utf-8")
+        staging.replace(target)
+    return json.loads(target.read_text(encoding="utf-8"))
+
+
+def optimiser_experiments(args: argparse.Namespace) -> None:
+    """Issue 15: ``fedavg`` against ``fedshampoo`` round by round, DP-CLGECL beside DP-FedAvg."""
+    wanted = set(args.only.split(",")) if args.only else None
+    track1 = [e for e in OPTIMISER_TRACK1 if wanted is None or e.name in wanted]
+    track2 = [e for e in (*TRACK2[:len(EPSILONS)], *CLGECL_TRACK2)
+              if wanted is None or e.name in wanted]
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    def one(experiment: Experiment) -> None:
+        if experiment in OPTIMISER_TRACK1:
+            train_round_by_round(args.out / experiment.name, experiment.preset, OPTIMISER_ROUNDS,
+                                 args.data, args.base, experiment.options)
+        else:
+            run_experiment(experiment, args.data, args.out, args.base, args.val_limit)
+
+    with ThreadPoolExecutor(max_workers=args.parallel) as pool:
+        list(pool.map(one, (*track1, *track2)))
+    table, scores = optimiser_track1(args.out)
+    (args.out / "optimiser_track1.md").write_text(table, encoding="utf-8")
+    plot_round_scores(scores, args.out / "optimiser_track1.png")
+    print(table)
+    methods = ("dp-fedavg", *CLGECL_ROWS)
+    for experiment in track2:
+        verify_privacy(args.out / experiment.name)
+    fedavg = read_round_scores(args.out / "fedavg")
+    fedavg_report = (dataclasses.replace(read_run(args.out / "fedavg"), val_anls=fedavg[-1].val_anls)
+                     if fedavg else None)
+    table2 = track2_table(args.out, fedavg_report, methods)
+    (args.out / "optimiser_track2.md").write_text(table2, encoding="utf-8")
+    plot_anls_vs_epsilon(args.out, fedavg_report, args.out / "optimiser_track2.png", methods)
+    print(table2)
 
 
 def score_personal(directory: Path, checkpoint: str, data: Path) -> Path:
@@ -178,24 +319,47 @@ def score_personal(directory: Path, checkpoint: str, data: Path) -> Path:
 
 
 def track3(data: Path, out: Path, base: str) -> list[PersonalReport]:
-    """Score base, fedavg (global only), local-only and fedavg-ft on the personal test splits."""
-    fedavg_ft, local_only = (out / e.name for e in TRACK3)
+    """Score base, fedavg (global only, from ``fedavg-ft``) and every trained track-3 run on
+    the personal test splits; runs not (yet) trained are left out."""
     score_personal(out / "track3-base-seed0", base, data)
-    score_personal(out / "track3-fedavg-seed0", str(fedavg_ft / "checkpoint"), data)
-    for run in (local_only, fedavg_ft):
-        score_personal(run, str(run / "checkpoint"), data)
-    submission = json.loads((fedavg_ft / "submission.json").read_text(encoding="utf-8"))
-    with (fedavg_ft / "communication_log.csv").open(encoding="utf-8") as stream:
-        federated = sum(int(row["amount_of_bytes"]) for row in csv.DictReader(stream)
-                        if int(row["federated_round"]) <= submission["rounds"])
-    timing = submission["timing"]
-    return [
-        read_personal(out / "track3-base-seed0"),
-        read_personal(out / "track3-fedavg-seed0", total_bytes=federated,
-                      wall_seconds=timing["wall"] - timing.get("personalisation", 0.0)),
-        read_personal(local_only),
-        read_personal(fedavg_ft),
-    ]
+    reports = [read_personal(out / "track3-base-seed0")]
+    fedavg_ft = out / TRACK3[0].name
+    if (fedavg_ft / "submission.json").is_file():
+        score_personal(out / "track3-fedavg-seed0", str(fedavg_ft / "checkpoint"), data)
+        submission = json.loads((fedavg_ft / "submission.json").read_text(encoding="utf-8"))
+        with (fedavg_ft / "communication_log.csv").open(encoding="utf-8") as stream:
+            federated = sum(int(row["amount_of_bytes"]) for row in csv.DictReader(stream)
+                            if int(row["federated_round"]) <= submission["rounds"])
+        timing = submission["timing"]
+        reports.append(read_personal(
+            out / "track3-fedavg-seed0", total_bytes=federated,
+            wall_seconds=timing["wall"] - timing.get("personalisation", 0.0)))
+    for run in (out / experiment.name for experiment in TRACK3):
+        if (run / "submission.json").is_file():
+            score_personal(run, str(run / "checkpoint"), data)
+            reports.append(read_personal(run))
+    return reports
+
+
+def short_name(experiment: Experiment) -> str:
+    """A track-3 run's name without ``track3-`` and ``-seed0`` (``lora-10rounds``)."""
+    return experiment.name.removeprefix("track3-").removesuffix("-seed0")
+
+
+def selected(experiments: Sequence[Experiment], only: str | None) -> tuple[Experiment, ...]:
+    """The experiments named in ``only`` (comma-separated short names; ``None``: all).
+
+    Raises:
+        ValueError: for a name that is no experiment of the track.
+    """
+    if only is None:
+        return tuple(experiments)
+    names = {name.strip() for name in only.split(",") if name.strip()}
+    known = {short_name(e) for e in experiments}
+    if names - known:
+        raise ValueError(f"--only {sorted(names - known)}: no such experiment; choose from "
+                         f"{sorted(known)}")
+    return tuple(e for e in experiments if short_name(e) in names)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -204,17 +368,27 @@ def main(argv: Sequence[str] | None = None) -> None:
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="benchmark directory")
     parser.add_argument("--out", type=Path, required=True, help="where the runs go")
-    parser.add_argument("--track", choices=("1", "2", "3", "all"), default="all")
+    parser.add_argument("--track", choices=("1", "2", "3", "optimiser", "all"), default="all",
+                        help="optimiser: issue 15's runs (fedshampoo, dp-clgecl), not in all")
     parser.add_argument("--base", default="base", help="pre-trained checkpoint (default: base)")
     parser.add_argument("--parallel", type=int, default=2, help="runs at a time")
     parser.add_argument("--val-limit", type=int, default=100,
                         help="questions validated after each round")
+    parser.add_argument("--only", help="track 3: train only these (comma-separated, e.g. "
+                        "pfedcr,lora-10rounds); --track optimiser: these run names only")
     args = parser.parse_args(argv)
+    if args.track == "optimiser":
+        optimiser_experiments(args)
+        return
     if args.track == "3":
+        try:
+            experiments = selected(TRACK3, args.only)
+        except ValueError as error:
+            parser.error(str(error))
         args.out.mkdir(parents=True, exist_ok=True)
         with ThreadPoolExecutor(max_workers=args.parallel) as pool:
             list(pool.map(lambda e: run_experiment(e, args.data, args.out, args.base,
-                                                   args.val_limit), TRACK3))
+                                                   args.val_limit), experiments))
         reports = track3(args.data, args.out, args.base)
         (args.out / "track3.md").write_text(personal_table(reports), encoding="utf-8")
         plot_per_client(reports, args.out / "track3.png")

@@ -38,6 +38,7 @@ from typing import Any
 
 from baselines.config import TrainConfig
 from baselines.methods import METHODS
+from baselines.optimizers import OPTIMIZERS
 from benchmark.tracks import PRIVACY
 
 #: What the three track-1 LoRA presets share: adapters on every linear layer of the backbone.
@@ -137,6 +138,18 @@ def preset_config(name: str, **overrides: Any) -> TrainConfig:
     presets = all_presets()
     if name not in presets:
         raise ValueError(f"unknown preset {name!r}; choose one of {sorted(presets)}")
-    values = dict(presets[name])
+    values = _without_optimizer_keys(dict(presets[name]), overrides.get("optimizer"))
     values.update({key: value for key, value in overrides.items() if value is not None})
     return TrainConfig.from_values({**values, "preset": name})
+
+
+def _without_optimizer_keys(preset: dict[str, Any], optimizer: str | None) -> dict[str, Any]:
+    """The preset without its own optimiser's option keys when ``optimizer`` replaces it
+    (``dp-clgecl --optimizer adamw`` drops the preset's ``momentum``, which AdamW does not take)."""
+    if optimizer is None or optimizer == preset.get("optimizer") or optimizer not in OPTIMIZERS:
+        return preset
+    from baselines.config import run_option_specs
+
+    own = run_option_specs(OPTIMIZERS[preset.get("optimizer", "adamw")])
+    replacing = run_option_specs(OPTIMIZERS[optimizer])
+    return {key: value for key, value in preset.items() if key not in own or key in replacing}

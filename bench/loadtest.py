@@ -162,9 +162,15 @@ def _upload_parts(seed: int, number: int) -> dict[str, tuple[str, bytes, str]]:
     for r in range(2):
         log += [f"{r},-1,{c},16384" for c in (0, 1)] + [f"{r},{c},-1,16384" for c in (0, 1)]
     meta = {"track": 1, "method": "loadtest", "clients": 10, "clients_per_round": 2, "rounds": 2}
+    details = b"".join(
+        json.dumps(dict(zip(log[0].split(","), map(int, row.split(",")), strict=True))
+                   | {"format": "fp32", "parameters": []}).encode() + b"\n"
+        for row in log[1:]
+    )  # fmt: skip
     return {
         "model": ("model.safetensors", save(tensors), "application/octet-stream"),
         "communication_log": ("communication_log.csv", "\n".join(log).encode() + b"\n", "text/csv"),
+        "communication_details": ("communication_log.jsonl", details, "application/jsonl"),
         "metadata": ("submission.json", json.dumps(meta).encode(), "application/json"),
     }
 

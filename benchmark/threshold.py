@@ -31,9 +31,10 @@ THRESHOLD_SHARE = 0.95
 #: `model.safetensors` the run started from and the run that measured it.
 MEASURED_FEDAVG_TEST_ANLS: dict[tuple[str, int], dict[str, Any]] = {
     ("mini", 0): {
-        "fedavg_test_anls": 0.4277,
+        "fedavg_test_anls": 0.43595,
         "base_sha256": "15bc8d7d3500d59dcb0bbb7495f7c0cb2008b82eebcc7be1985484c4455c8e68",
-        "run": "pflkit train --method fedavg (10 rounds, 2 of 10 clients, seed 0)",
+        "run": "pflkit train --method fedavg (10 rounds, 2 of 10 clients, seed 0), "
+               "scored with the official metric (0.4277 with the strict threshold before)",
     },
 }
 

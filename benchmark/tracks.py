@@ -24,6 +24,7 @@ from dataclasses import dataclass
 PART_FILES: dict[str, str] = {
     "model": "checkpoint/model.safetensors",
     "communication_log": "communication_log.csv",
+    "communication_details": "communication_log.jsonl",
     "metadata": "submission.json",
     "privacy": "privacy.json",
     "personal": "personal",  # a directory: client_{k}.safetensors for k = 0..K-1
@@ -32,6 +33,7 @@ PART_FILES: dict[str, str] = {
 PART_DESCRIPTIONS: dict[str, str] = {
     "model": "a checkpoint",
     "communication_log": "a communication log",
+    "communication_details": "the detailed communication log",
     "metadata": "submission metadata",
     "privacy": "a privacy declaration",
     "personal": "per-client personalisations (personal/client_{k}.safetensors)",
@@ -69,7 +71,7 @@ COMMUNICATION = Track(
     number=1,
     name="communication",
     ranking="total_bytes",
-    parts=("model", "communication_log", "metadata"),
+    parts=("model", "communication_log", "communication_details", "metadata"),
     threshold=0.8242,  # 95% of the organisers' FedAvg test ANLS (0.8676)
     threshold_key="track1_threshold",
 )
@@ -77,7 +79,7 @@ PRIVACY = Track(
     number=2,
     name="privacy",
     ranking="anls",
-    parts=("model", "communication_log", "metadata", "privacy"),
+    parts=("model", "communication_log", "communication_details", "metadata", "privacy"),
     budgets=(1.0, 4.0, 8.0),
     delta=1e-5,
 )
@@ -85,7 +87,7 @@ PERSONALISATION = Track(
     number=3,
     name="personalisation",
     ranking="personal_anls",
-    parts=("model", "communication_log", "metadata", "personal"),
+    parts=("model", "communication_log", "communication_details", "metadata", "personal"),
 )
 
 #: number -> track.

@@ -202,8 +202,9 @@ def team_create(
 def submit(
     run_dir: Path, server: str, token: str, wait: bool, timeout: float, as_json: bool
 ) -> None:
-    """Upload RUN_DIR (checkpoint/model.safetensors, communication_log.csv, submission.json,
-    privacy.json for track 2, personal/client_{k}.safetensors for track 3) to the evaluator."""
+    """Upload RUN_DIR (checkpoint/model.safetensors, communication_log.csv and .jsonl,
+    submission.json, privacy.json for track 2, personal/client_{k}.safetensors for track 3) to
+    the evaluator."""
     from evaluator import client
 
     try:

@@ -11,6 +11,7 @@ from typing import Any
 RUN_FILES = {
     "model": ("checkpoint/model.safetensors", "application/octet-stream"),
     "communication_log": ("communication_log.csv", "text/csv"),
+    "communication_details": ("communication_log.jsonl", "application/jsonl"),
     "privacy": ("privacy.json", "application/json"),
     "metadata": ("submission.json", "application/json"),
 }

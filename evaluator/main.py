@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractContextManager, ExitStack, asynccontextmanager
+from typing import Any
 
 from anyio import to_thread
 from fastapi import APIRouter, FastAPI
@@ -12,8 +13,9 @@ from sqlalchemy import select
 
 from evaluator import team_names
 from evaluator.api.routes import health, submissions, teams
+from evaluator.api.status_views import StatusViews
 from evaluator.core.config import Settings
-from evaluator.core.db import migrate, session_factory
+from evaluator.core.db import migrate, read_session_factory, session_factory
 from evaluator.core.headers import SecurityHeaders
 from evaluator.core.security import hash_token
 from evaluator.core.throttle import FailedAuthThrottle
@@ -55,6 +57,7 @@ def create_app(
     *,
     migrate_database: bool = True,
     routers: Sequence[APIRouter] = (),
+    services: Sequence[Callable[[FastAPI], AbstractContextManager[Any]]] = (),
 ) -> FastAPI:
     """Build the service.
 
@@ -63,6 +66,8 @@ def create_app(
         migrate_database: bring the schema to the newest migration at start-up.
         routers: further routers served by the same app (``pflkit.app`` adds the
             leaderboard's pages).
+        services: context managers entered (with the app) after start-up and left at shutdown,
+            in every API process (``pflkit.app``: the leaderboard's view warmer).
 
     Returns:
         The FastAPI application.
@@ -76,7 +81,10 @@ def create_app(
         if migrate_database:
             migrate(settings.db_url)
         _ensure_organiser_token(settings)
-        yield
+        with ExitStack() as stack:
+            for service in services:
+                stack.enter_context(service(app))
+            yield
         app.state.queue.close()
 
     app = FastAPI(
@@ -87,6 +95,8 @@ def create_app(
     )
     app.state.settings = settings
     app.state.sessions = session_factory(settings.db_url, pool_size=settings.api_threads)
+    app.state.read_sessions = read_session_factory(settings.db_url, pool_size=settings.api_threads)
+    app.state.status_views = StatusViews()
     app.state.store = SubmissionStore(settings.storage_dir)
     app.state.queue = TaskQueue(settings.queue, name=settings.queue_name)
     app.state.throttle = FailedAuthThrottle(

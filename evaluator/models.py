@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -311,6 +312,13 @@ class ResultsPublic(BaseModel):
     scoring_seconds: float | None = None
 
 
+# The submission columns the API view is built from (``SubmissionPublic.from_values``).
+PUBLIC_COLUMNS = (
+    "id", "track", "method", "description", "status", "reason", "attempts", "created_at",
+    "updated_at", "queued_at", "scoring_started_at", "finished_at", *ResultsPublic.model_fields,
+)  # fmt: skip
+
+
 class SubmissionPublic(BaseModel):
     """A submission as its team (or an organiser) sees it."""
 
@@ -345,39 +353,68 @@ class SubmissionPublic(BaseModel):
         Returns:
             The view, with at most ``MAX_ROUNDS_SHOWN`` per-round tallies.
         """
-        values = {name: getattr(row, name) for name in ResultsPublic.model_fields}
+        values = {name: getattr(row, name) for name in PUBLIC_COLUMNS}
+        events = [(e.from_status, e.to_status, e.at, e.detail) for e in row.events]
+        return cls.from_values(
+            values, team=row.team.name, events=events, full_precision=full_precision
+        )
+
+    @classmethod
+    def from_values(
+        cls,
+        values: Mapping[str, Any],
+        *,
+        team: str,
+        events: Sequence[tuple[str | None, str, dt.datetime, str | None]],
+        full_precision: bool = False,
+    ) -> SubmissionPublic:
+        """Build the API view from a submission's column values (``PUBLIC_COLUMNS``).
+
+        Args:
+            values: the submission's columns by name.
+            team: its team's name.
+            events: its transitions, oldest first, as (from, to, at, detail).
+            full_precision: see :meth:`from_row`.
+
+        Returns:
+            The view.
+        """
+        results_values = {name: values[name] for name in ResultsPublic.model_fields}
         if not full_precision:
             for name in SCORE_FIELDS:
-                if values[name] is not None:
-                    values[name] = round(values[name], PUBLIC_DECIMALS)
-        if values["per_round"] is not None:
-            values["per_round"] = values["per_round"][:MAX_ROUNDS_SHOWN]
-        if values["personal_clients"] is not None and not full_precision:
-            values["personal_clients"] = [
+                if results_values[name] is not None:
+                    results_values[name] = round(results_values[name], PUBLIC_DECIMALS)
+        if results_values["per_round"] is not None:
+            results_values["per_round"] = results_values["per_round"][:MAX_ROUNDS_SHOWN]
+        if results_values["personal_clients"] is not None and not full_precision:
+            results_values["personal_clients"] = [
                 {k: round(v, PUBLIC_DECIMALS) if k in CLIENT_SCORE_FIELDS and v is not None
                  else v for k, v in entry.items()}
-                for entry in values["personal_clients"]
+                for entry in results_values["personal_clients"]
             ]  # fmt: skip
-        results = ResultsPublic(**values)
+        results = ResultsPublic(**results_values)
         return cls(
-            id=row.id,
-            team=row.team.name,
-            track=row.track,
-            method=row.method,
-            description=row.description,
-            status=Status(row.status),
-            reason=row.reason,
-            attempts=row.attempts,
-            created_at=row.created_at,
-            updated_at=row.updated_at,
-            queued_at=row.queued_at,
-            scoring_started_at=row.scoring_started_at,
-            finished_at=row.finished_at,
+            id=values["id"],
+            team=team,
+            track=values["track"],
+            method=values["method"],
+            description=values["description"],
+            status=Status(values["status"]),
+            reason=values["reason"],
+            attempts=values["attempts"],
+            created_at=values["created_at"],
+            updated_at=values["updated_at"],
+            queued_at=values["queued_at"],
+            scoring_started_at=values["scoring_started_at"],
+            finished_at=values["finished_at"],
             anls=results.anls,
             accuracy=results.accuracy,
-            total_bytes=row.total_bytes,
+            total_bytes=values["total_bytes"],
             results=results,
-            transitions=[TransitionPublic.model_validate(event) for event in row.events],
+            transitions=[
+                TransitionPublic(from_status=f, to_status=t, at=at, detail=d)
+                for f, t, at, d in events
+            ],
         )
 
 

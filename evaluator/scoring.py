@@ -23,6 +23,7 @@ from typing import Any
 
 from benchmark.model.checkpoint import TensorSpec
 from evaluator.benchmark_info import clients_of
+from evaluator.validation.binding import Reference
 
 logger = logging.getLogger(__name__)
 
@@ -129,6 +130,17 @@ class Scorer:
         return {name: (tuple(shape), _dtype_name(dtype)) for name, (shape, dtype) in spec.items()}
 
     @cached_property
+    def reference(self) -> Reference:
+        """The reference checkpoint as the binding checks need it: the base every run starts
+        from, its tensors, and the file names of the model's parameter names."""
+        from benchmark.model import file_names, load_model
+
+        model = load_model(self.reference_dir, check_values=False)
+        names = file_names(model)
+        del model
+        return Reference(self.reference_dir / "model.safetensors", self.expected_spec, names)
+
+    @cached_property
     def reference_dir(self) -> Path:
         """Directory of the reference model (``base`` is the shipped one)."""
         from benchmark.model import resolve_checkpoint
@@ -168,9 +180,9 @@ class Scorer:
         return personal_splits(self.data_dir, "test")
 
     def prepare(self) -> None:
-        """Resolve the device and load the test split, the processor and the spec ahead of the
-        first job."""
-        _ = self.device, self._test_split, self._processor, self.expected_spec
+        """Resolve the device and load the test split, the processor, the spec and the
+        reference checkpoint's names ahead of the first job."""
+        _ = self.device, self._test_split, self._processor, self.expected_spec, self.reference
 
     def build_model(self, checkpoint: Path) -> Any:
         """The reference VT5 architecture with the submission's (already validated) weights.

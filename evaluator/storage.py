@@ -27,6 +27,7 @@ from benchmark.tracks import common_parts, tracks_needing
 FILENAMES = {
     "model": "model.safetensors",
     "communication_log": "communication_log.csv",
+    "communication_details": "communication_log.jsonl",
     "privacy": "privacy.json",
     "metadata": "metadata.json",
     "personal": PERSONAL_DIR,  # a directory: one file per client, from form fields personal_{k}

@@ -32,7 +32,9 @@ from evaluator.queue import TaskQueue
 from evaluator.scoring import Scorer
 from evaluator.storage import FILENAMES, REQUIRED_PARTS, SubmissionStore
 from evaluator.validation import InvalidSubmission
+from evaluator.validation.binding import bind
 from evaluator.validation.checkpoint import validate_checkpoint
+from evaluator.validation.commdetails import read_details
 from evaluator.validation.commlog import CommunicationTally, declared_shape, parse_log
 from evaluator.validation.personal import (
     check_personalisations,
@@ -243,6 +245,7 @@ class JobRunner:
             max_rounds=settings.max_log_rounds,
             max_messages_per_round=2 * self.scorer.clients * settings.max_messages_per_client_round,
         )
+        self._bind(submission_id, directory, stored_metadata, tally)
         values: dict[str, Any] = {
             "total_bytes": tally.total_bytes,
             "bytes_up": tally.bytes_up,
@@ -277,6 +280,32 @@ class JobRunner:
             scoring_seconds=scores.seconds,
         )
         return values
+
+    def _bind(
+        self,
+        submission_id: str,
+        directory: Path,
+        metadata: dict[str, Any],
+        tally: CommunicationTally,
+    ) -> None:
+        """The detailed log matched to the CSV, and both logs and the metadata bound to the
+        checkpoint (:mod:`evaluator.validation.binding`)."""
+        path = directory / FILENAMES["communication_details"]
+        if not path.is_file():
+            raise InvalidSubmission(
+                "communication_details",
+                "the submission has no detailed communication log (communication_log.jsonl); "
+                "submit the run directory again with it (pflkit submit sends it)",
+            )
+        messages = read_details(
+            path, tally.rows, max_bytes=self.settings.max_details_bytes,
+            max_parameters=2 * self.settings.max_tensors,
+        )  # fmt: skip
+        report = bind(
+            directory / FILENAMES["model"], self.scorer.reference, metadata, tally, messages,
+            clients=self.scorer.clients,
+        )  # fmt: skip
+        logger.info("submission %s is bound to its logs: %s", submission_id, report.summary())
 
     def _personalisations(self, directory: Path, *, check_values: bool = True) -> Any:
         """The stored ``personal/`` checked against the benchmark's K and the reference's

@@ -6,37 +6,38 @@ the evaluator's own models and engine, and the organiser actions go through ``ev
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from typing import Any
+
+from sqlalchemy import Select, bindparam, select
 from sqlalchemy.orm import Session
 
 from evaluator import crud
 from evaluator.models import Submission, Team
 from leaderboard.ranking import Row
 
-_COLUMNS = (
-    Submission.id,
-    Team.name,
-    Submission.track,
-    Submission.method,
-    Submission.status,
-    Submission.created_at,
-    Submission.reason,
-    Submission.anls,
-    Submission.anls_in,
-    Submission.anls_out,
-    Submission.accuracy,
-    Submission.total_bytes,
-    Submission.epsilon,
-    Submission.delta,
-    Submission.privacy_verified,
-    Submission.personal_anls,
-    Submission.personal_anls_std,
-    Submission.personal_worst_anls,
-    Submission.global_unseen_anls,
-    Submission.personal_clients,
-    Submission.hidden,
-    Submission.disqualified_reason,
-)
+_NAMES = (
+    "id", "team", "track", "method", "status", "created_at", "reason", "anls", "anls_in",
+    "anls_out", "accuracy", "total_bytes", "epsilon", "delta", "privacy_verified",
+    "personal_anls", "personal_anls_std", "personal_worst_anls", "global_unseen_anls",
+    "personal_clients", "hidden", "disqualified_reason",
+)  # fmt: skip
+
+
+def _rows_statement() -> Select[Any]:
+    """Every submission's ranking columns with its team's name, oldest first (SQLAlchemy Core
+    on the ORM's tables, built once: it skips the ORM's per-row loading and recompiling)."""
+    submissions, teams = Submission.__table__, Team.__table__
+    columns = [teams.c.name if name == "team" else submissions.c[name] for name in _NAMES]
+    return (
+        select(*columns)
+        .join_from(submissions, teams, teams.c.id == submissions.c.team_id)
+        .order_by(submissions.c.created_at, submissions.c.id)
+    )
+
+
+_CLIENTS, _HIDDEN = _NAMES.index("personal_clients"), _NAMES.index("hidden")
+_ROWS = _rows_statement()
+_ROWS_OF_TRACK = _ROWS.where(Submission.__table__.c.track == bindparam("track"))
 
 
 def load_rows(session: Session, *, track: int | None = None) -> list[Row]:
@@ -49,37 +50,26 @@ def load_rows(session: Session, *, track: int | None = None) -> list[Row]:
     Returns:
         The rows.
     """
-    statement = select(*_COLUMNS).join(Team, Team.id == Submission.team_id)
-    if track is not None:
-        statement = statement.where(Submission.track == track)
-    statement = statement.order_by(Submission.created_at, Submission.id)
-    return [
-        Row(
-            id=r[0],
-            team=r[1],
-            track=r[2],
-            method=r[3],
-            status=r[4],
-            created_at=r[5],
-            reason=r[6],
-            anls=r[7],
-            anls_in=r[8],
-            anls_out=r[9],
-            accuracy=r[10],
-            total_bytes=r[11],
-            epsilon=r[12],
-            delta=r[13],
-            privacy_verified=r[14],
-            personal_anls=r[15],
-            personal_anls_std=r[16],
-            personal_worst_anls=r[17],
-            global_unseen_anls=r[18],
-            personal_clients=tuple(r[19]) if r[19] else None,
-            hidden=bool(r[20]),
-            disqualified_reason=r[21],
-        )
-        for r in session.execute(statement)
-    ]
+    if track is None:
+        result = session.execute(_ROWS)
+    else:
+        result = session.execute(_ROWS_OF_TRACK, {"track": track})
+    return [_row(v) for v in result.tuples()]
+
+
+def _row(values: tuple[Any, ...]) -> Row:
+    """A ``Row`` of one result tuple.
+
+    Filled through its ``__dict__`` rather than the frozen dataclass's ``__init__`` (which sets
+    each field through ``object.__setattr__``): a rebuild creates 10,000 of them, and this is
+    about three times faster. ``_NAMES`` is the order of ``Row``'s fields (a test checks it).
+    """
+    row = object.__new__(Row)
+    row.__dict__.update(zip(_NAMES, values, strict=True))
+    clients = values[_CLIENTS]
+    row.__dict__["personal_clients"] = tuple(clients) if clients else None
+    row.__dict__["hidden"] = bool(values[_HIDDEN])
+    return row
 
 
 def load_submission(session: Session, *, submission_id: str) -> Submission | None:

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path as FilePath
 from typing import Annotated, Any
@@ -47,6 +48,7 @@ from leaderboard import formatting, plots, source
 from leaderboard.board import Board, as_json, build_board, csv_text
 from leaderboard.cache import VersionedCache
 from leaderboard.threshold import THRESHOLD_ENV, track1_threshold
+from leaderboard.warmer import ViewWarmer
 
 PACKAGE_DIR = FilePath(__file__).resolve().parent
 TRACK_CHOICES = " or ".join(f"{number} ({track.name})" for number, track in sorted(TRACKS.items()))
@@ -77,9 +79,9 @@ def _threshold_at(data_dir: Any, _stamp: tuple[Any, ...]) -> tuple[float, str]:
     return track1_threshold(data_dir)
 
 
-def _board(request: Request, session: Session, *, all_submissions: bool, public: bool) -> Board:
+def _board(app: Any, session: Session, *, all_submissions: bool, public: bool) -> Board:
     """Rank the database's submissions with the app's threshold (cached per board version)."""
-    settings = request.app.state.settings
+    settings = app.state.settings
     threshold, origin = _threshold(settings)
 
     def build() -> Board:
@@ -96,16 +98,47 @@ def _board(request: Request, session: Session, *, all_submissions: bool, public:
     return _cache.get(key, build)
 
 
-def _view(request: Request, name: Hashable, render: Callable[[Session], bytes]) -> bytes:
-    """A public view's body from the cache, rendered with one short session when missing."""
-    settings = request.app.state.settings
-    with request.app.state.sessions() as session:
+def _view(
+    app: Any, name: Hashable, render: Callable[[Session], bytes], *, priority: int = 1
+) -> bytes:
+    """A public view's body from the cache, rendered with one short session when missing.
+
+    The app's ``ViewWarmer`` (``pflkit serve``) is told that the view was asked for, so that it
+    builds the view again as soon as the board changes (``priority`` 0: before the others).
+    """
+    warmer: ViewWarmer | None = getattr(app.state, "view_warmer", None)
+    if warmer is not None:
+        warmer.served(name, lambda: _build_view(app, name, render), priority=priority)
+    return _build_view(app, name, render)
+
+
+def _build_view(app: Any, name: Hashable, render: Callable[[Session], bytes]) -> bytes:
+    settings = app.state.settings
+    with app.state.sessions() as session:
         version = crud.board_version(session)
         key = (settings.db_url, version, _threshold(settings)[0], name)
         return _cache.get(key, lambda: render(session))
 
 
+@contextmanager
+def warm_views(app: Any) -> Iterator[None]:
+    """Rebuild the app's recently served public views whenever the board changes (a lifespan
+    service of ``pflkit.app``: one polling thread per API process)."""
+
+    def read_version() -> int:
+        with app.state.sessions() as session:
+            return crud.board_version(session)
+
+    app.state.view_warmer = ViewWarmer(read_version)
+    with app.state.view_warmer.running():
+        yield
+
+
 OrganiserDep = Annotated[Team, Depends(require_organiser)]
+# Unranked submissions listed per table on the public page (the newest; the exports list all):
+# with 10,000 submissions the full lists made the page 1.3 MB and its rendering the slowest
+# step of a rebuild.
+MAX_UNRANKED_SHOWN = 100
 # Rounds of the per-round table an organiser sees on a detail page.
 MAX_ROUNDS_SHOWN = 200
 
@@ -122,13 +155,14 @@ def leaderboard_page(request: Request, all: bool = Query(False, alias="all")) ->
 
     def render(session: Session) -> bytes:
         context = {
-            "board": _board(request, session, all_submissions=all, public=True),
+            "board": _board(request.app, session, all_submissions=all, public=True),
             "covers": VERIFICATION_COVERS,
             "does_not_cover": VERIFICATION_DOES_NOT_COVER,
+            "unranked_shown": MAX_UNRANKED_SHOWN,
         }
         return templates.get_template("leaderboard.html").render(context).encode()
 
-    return HTMLResponse(_view(request, ("leaderboard.html", all), render))
+    return HTMLResponse(_view(request.app, ("leaderboard.html", all), render, priority=0))
 
 
 @router.get("/leaderboard/submissions/{submission_id}", response_class=HTMLResponse)
@@ -150,9 +184,9 @@ def submission_page(request: Request, submission_id: str, session: SessionDep) -
     return templates.TemplateResponse(request, "submission.html", context)
 
 
-def _plot(session: Session, request: Request, track: int) -> bytes:
+def _plot(session: Session, app: Any, track: int) -> bytes:
     """The track's plot (rendered once per board version)."""
-    board = _board(request, session, all_submissions=True, public=True)
+    board = _board(app, session, all_submissions=True, public=True)
     return plots.track_png(board.tracks[track])
 
 
@@ -163,7 +197,7 @@ def plot(
     """Track 1: ANLS against bytes (log) with the threshold; track 2: ANLS against epsilon;
     track 3: personalised against global ANLS per client."""
     return Response(
-        _view(request, ("plot", track), lambda session: _plot(session, request, track)),
+        _view(request.app, ("plot", track), lambda session: _plot(session, request.app, track)),
         media_type="image/png",
         headers={"Cache-Control": "no-cache"},
     )
@@ -178,10 +212,10 @@ def leaderboard_json(
     """One track's ranking as JSON."""
 
     def render(session: Session) -> bytes:
-        board = _board(request, session, all_submissions=all, public=True)
+        board = _board(request.app, session, all_submissions=all, public=True)
         return JSONResponse(jsonable_encoder(as_json(board, track=track))).body
 
-    return Response(_view(request, ("json", track, all), render), media_type="application/json")
+    return Response(_view(request.app, ("json", track, all), render), media_type="application/json")
 
 
 @router.get("/api/v1/leaderboard.csv")
@@ -193,11 +227,11 @@ def leaderboard_csv(
     """Every track (or one) as CSV, one line per table entry (pandas)."""
 
     def render(session: Session) -> bytes:
-        board = _board(request, session, all_submissions=all, public=True)
+        board = _board(request.app, session, all_submissions=all, public=True)
         return csv_text(board, track=track).encode()
 
     return Response(
-        _view(request, ("csv", track, all), render),
+        _view(request.app, ("csv", track, all), render),
         media_type="text/csv",
         headers={"Content-Disposition": 'attachment; filename="leaderboard.csv"'},
     )
@@ -284,7 +318,7 @@ def organiser_json(
     request: Request, organiser: OrganiserDep, session: SessionDep
 ) -> dict[str, Any]:
     """Organisers: every submission with its state, flags and the reason it is (un)ranked."""
-    board = _board(request, session, all_submissions=True, public=False)
+    board = _board(request.app, session, all_submissions=True, public=False)
     return {"submissions": _organiser_rows(session, board)}
 
 
@@ -321,7 +355,7 @@ def organiser_page(request: Request, session: SessionDep) -> HTMLResponse:
         return templates.TemplateResponse(
             request, "organiser_login.html", {}, status_code=status.HTTP_401_UNAUTHORIZED
         )
-    board = _board(request, session, all_submissions=True, public=False)
+    board = _board(request.app, session, all_submissions=True, public=False)
     return templates.TemplateResponse(
         request,
         "organiser.html",

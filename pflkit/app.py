@@ -24,9 +24,11 @@ def create_app(settings: Settings | None = None, *, migrate_database: bool = Tru
         The FastAPI application.
     """
     from evaluator.main import create_app as create_evaluator
-    from leaderboard.web import router
+    from leaderboard.web import router, warm_views
 
-    return create_evaluator(settings, migrate_database=migrate_database, routers=(router,))
+    return create_evaluator(
+        settings, migrate_database=migrate_database, routers=(router,), services=(warm_views,)
+    )
 
 
 def create_api(settings: Settings | None = None, *, migrate_database: bool = True) -> FastAPI:

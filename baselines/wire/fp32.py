@@ -9,12 +9,13 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
 from baselines.wire.codec import EncodedMessage, WireCodec
+from benchmark.wire_formats import FP32, data_bytes
 
 
 class Fp32Codec(WireCodec):
     """Sends each tensor in float32; ``data_bytes`` = 4 x number of values."""
 
-    name = "fp32"
+    name = FP32
 
     def encode(self, tensors: Mapping[str, torch.Tensor]) -> EncodedMessage:
         """Serialise tensors as float32 safetensors (see :class:`WireCodec`)."""
@@ -22,8 +23,8 @@ class Fp32Codec(WireCodec):
             name: tensor.detach().to(torch.float32).contiguous() for name, tensor in tensors.items()
         }
         payload = save_safetensors(ordered, metadata={"format": self.name})
-        data_bytes = sum(tensor.numel() * 4 for tensor in ordered.values())
-        return EncodedMessage(payload, data_bytes, tuple(ordered), self.name)
+        size = data_bytes(self.name, (tensor.numel() for tensor in ordered.values()))
+        return EncodedMessage(payload, size, tuple(ordered), self.name)
 
     def decode(self, message: EncodedMessage) -> dict[str, torch.Tensor]:
         """Load the float32 tensors back (see :class:`WireCodec`)."""

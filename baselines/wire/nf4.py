@@ -5,14 +5,14 @@ NF4 is the data type of Dettmers et al. 2023, "QLoRA: Efficient Finetuning of Qu
 Each tensor is flattened, cut into blocks of 64 values, every block scaled by its absolute
 maximum (sent as float32) and each value replaced by the index of the nearest of 16 NF4 levels,
 two indices per byte. A tensor of ``n`` values therefore costs ``ceil(n/2) + 4 ceil(n/64)`` bytes,
-4.5 bits per value: the count the track-1 winner reported. Only the wire is quantised: the receiver
+4.5 bits per value: the count the track-1 winner reported (the formula is
+:func:`benchmark.wire_formats.nf4_data_bytes`, which the evaluator checks messages against). Only the wire is quantised: the receiver
 dequantises to float32 at once, so local training and server aggregation stay in full precision.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 
 import torch
@@ -20,21 +20,10 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
 from baselines.wire.codec import EncodedMessage, WireCodec
+from benchmark.wire_formats import NF4_BLOCK_SIZE, NF4_BLOCK_SIZES, nf4_data_bytes, nf4_format_name
 
-BLOCK_SIZE = 64
-
-
-def nf4_data_bytes(numel: int, blocksize: int = BLOCK_SIZE) -> int:
-    """Bytes of one NF4 tensor on the wire: packed 4-bit codes plus one fp32 scale per block.
-
-    Args:
-        numel: number of values in the tensor.
-        blocksize: values per quantisation block.
-
-    Returns:
-        ``ceil(numel / 2) + 4 * ceil(numel / blocksize)``.
-    """
-    return math.ceil(numel / 2) + 4 * math.ceil(numel / blocksize)
+BLOCK_SIZE = NF4_BLOCK_SIZE
+__all__ = ["BLOCK_SIZE", "NF4Codec", "nf4_data_bytes"]
 
 
 class NF4Codec(WireCodec):
@@ -43,9 +32,10 @@ class NF4Codec(WireCodec):
     name = "nf4"
 
     def __init__(self, blocksize: int = BLOCK_SIZE) -> None:
-        if blocksize not in (64, 128, 256, 512, 1024, 2048, 4096):
+        if blocksize not in NF4_BLOCK_SIZES:
             raise ValueError(f"NF4 block size must be a power of two in [64, 4096], got {blocksize}")
         self.blocksize = blocksize
+        self.name = nf4_format_name(blocksize)
         import bitsandbytes.functional  # noqa: F401  (import once, outside the timed rounds)
 
     def encode(self, tensors: Mapping[str, torch.Tensor]) -> EncodedMessage:
@@ -67,7 +57,7 @@ class NF4Codec(WireCodec):
             "blocksize": str(self.blocksize),
             "shapes": json.dumps(shapes),
         }
-        payload = save_safetensors(arrays, metadata=metadata)
+        payload = _sorted_metadata(save_safetensors(arrays, metadata=metadata))
         return EncodedMessage(payload, data_bytes, tuple(tensors), self.name)
 
     def decode(self, message: EncodedMessage) -> dict[str, torch.Tensor]:
@@ -100,3 +90,19 @@ def _read_metadata(payload: bytes) -> dict[str, str]:
     header_length = int.from_bytes(payload[:8], "little")
     header = json.loads(payload[8 : 8 + header_length])
     return header.get("__metadata__", {})
+
+
+def _sorted_metadata(payload: bytes) -> bytes:
+    """The payload with its ``__metadata__`` keys in sorted order.
+
+    safetensors writes the metadata in the iteration order of a hash map, which changes from
+    call to call, so the same tensors would give payloads (and logged SHA-256) that differ in
+    the order of three header keys. The header keeps its length: only the order changes.
+    """
+    header_length = int.from_bytes(payload[:8], "little")
+    header = json.loads(payload[8 : 8 + header_length])
+    header["__metadata__"] = dict(sorted(header["__metadata__"].items()))
+    ordered = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
+    if len(ordered) > header_length:
+        raise RuntimeError("the safetensors header grew when its metadata keys were sorted")
+    return payload[:8] + ordered.ljust(header_length) + payload[8 + header_length :]

@@ -17,7 +17,7 @@ from benchmark.lazy_exports import lazy_exports
 
 __all__, __getattr__ = lazy_exports(__name__, {
     "batching": ("length_grouped_batches",),
-    "checkpoint": ("CheckpointError", "disk_state_dict", "expected_tensor_spec",
+    "checkpoint": ("CheckpointError", "disk_state_dict", "expected_tensor_spec", "file_names",
                    "read_checkpoint_config", "validate_checkpoint_dir",
                    "validate_safetensors_file"),
     "configuration_vt5": ("PROMPT_BOX", "VT5Config"),

@@ -187,6 +187,28 @@ def disk_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return revert_weight_conversion(model, state_dict)
 
 
+def file_names(model: torch.nn.Module) -> dict[str, str]:
+    """Where each of the model's parameters and buffers is stored in ``model.safetensors``.
+
+    A module's names and the file's can differ: tied aliases share one entry (the T5 token
+    embedding's four names) and the visual encoder is stored in the original BEiT layout. The
+    names are matched through the memory the tensors share with :func:`disk_state_dict`.
+
+    Args:
+        model: a VT5 model.
+
+    Returns:
+        Module name (aliases included) -> file name, for every tensor the file holds.
+    """
+    def key(tensor: torch.Tensor) -> tuple[int, int, tuple[int, ...]]:
+        return tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape)
+
+    stored = {key(tensor): name for name, tensor in disk_state_dict(model).items()}
+    tensors = [*model.named_parameters(remove_duplicate=False),
+               *model.named_buffers(remove_duplicate=False)]  # fmt: skip
+    return {name: stored[key(t)] for name, t in tensors if key(t) in stored}
+
+
 def spec_data_bytes(spec: TensorSpec) -> int:
     """Bytes of the tensor data a file holding every tensor of a specification has."""
     return sum(math.prod(shape) * DTYPE_BYTES[dtype] for shape, dtype in spec.values())

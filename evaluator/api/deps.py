@@ -8,7 +8,7 @@ Failed attempts are throttled per client address (``evaluator.core.throttle``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Annotated, TypeVar
+from typing import Annotated, NoReturn, TypeVar
 
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -90,13 +90,11 @@ def record_failure(request: Request) -> None:
 BearerDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
 
-def authenticate(
-    request: Request, session: Session, credentials: HTTPAuthorizationCredentials | None
-) -> Team:
-    """The team whose bearer token came with the request.
+def bearer_token(request: Request, credentials: HTTPAuthorizationCredentials | None) -> str:
+    """The presented bearer token, once the address is not throttled.
 
     Raises:
-        HTTPException: 401 when the token is missing or unknown, 429 after too many failures.
+        HTTPException: 401 when the token is missing, 429 after too many failures.
     """
     check_throttle(request)
     if credentials is None or credentials.scheme.lower() != "bearer" or not credentials.credentials:
@@ -105,14 +103,34 @@ def authenticate(
             "missing bearer token: send 'Authorization: Bearer <token>' with your team's token",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    team = crud.team_by_token(session, token=credentials.credentials)
+    return credentials.credentials
+
+
+def refuse_unknown_token(request: Request) -> NoReturn:
+    """Count the failed authentication and answer 401.
+
+    Raises:
+        HTTPException: always.
+    """
+    record_failure(request)
+    raise HTTPException(
+        status.HTTP_401_UNAUTHORIZED,
+        "unknown token: check the token `pflkit team create` printed for your team",
+        headers={"WWW-Authenticate": "Bearer"},
+    )
+
+
+def authenticate(
+    request: Request, session: Session, credentials: HTTPAuthorizationCredentials | None
+) -> Team:
+    """The team whose bearer token came with the request.
+
+    Raises:
+        HTTPException: 401 when the token is missing or unknown, 429 after too many failures.
+    """
+    team = crud.team_by_token(session, token=bearer_token(request, credentials))
     if team is None:
-        record_failure(request)
-        raise HTTPException(
-            status.HTTP_401_UNAUTHORIZED,
-            "unknown token: check the token `pflkit team create` printed for your team",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
+        refuse_unknown_token(request)
     return team
 
 

@@ -63,6 +63,8 @@ class Settings(BaseSettings):
             ``personal_{k}`` part).
         max_personal_bytes: largest sum of a track-3 submission's personalisation files.
         max_log_rounds: most federated rounds a communication log may hold.
+        max_details_bytes: largest detailed communication log (``communication_log.jsonl``:
+            every message's tensor names, about 12 KB a message for full fine-tuning of VT5).
         max_messages_per_client_round: most messages per client and round in a log (a round
             holds at most ``2 * K`` times this many).
         lease_seconds: how long a worker owns a job without a heartbeat before it is re-queued.
@@ -99,6 +101,7 @@ class Settings(BaseSettings):
     max_log_bytes: int = Field(default=32 * MIB, ge=1024)
     max_log_rows: int = Field(default=1_000_000, ge=1)
     max_log_rounds: int = Field(default=10_000, ge=1, le=1_000_000)
+    max_details_bytes: int = Field(default=256 * MIB, ge=1024, le=4 * 1024 * MIB)
     max_messages_per_client_round: int = Field(default=64, ge=1, le=100_000)
     max_json_bytes: int = Field(default=256 * 1024, ge=256)
     max_tensors: int = Field(default=20_000, ge=1)
@@ -187,6 +190,7 @@ class Settings(BaseSettings):
         return (
             self.max_model_bytes
             + self.max_log_bytes
+            + self.max_details_bytes
             + 2 * self.max_json_bytes
             + self.max_personal_bytes
             + 64 * 1024

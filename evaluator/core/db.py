@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import QueuePool
 
@@ -16,6 +18,8 @@ from evaluator.core.config import DEFAULT_API_THREADS
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 # PostgreSQL connections beyond the pool: dependency clean-up runs outside the thread limit.
 PG_POOL_OVERFLOW = 4
+# A pooled PostgreSQL connection idle for longer is pinged before use (see _ping_when_idle).
+PING_AFTER_IDLE_SECONDS = 5.0
 
 
 def make_engine(url: str, *, pool_size: int = DEFAULT_API_THREADS) -> Engine:
@@ -29,7 +33,8 @@ def make_engine(url: str, *, pool_size: int = DEFAULT_API_THREADS) -> Engine:
     server whose ``max_connections`` bounds ``API processes x (pool_size + overflow)``.
 
     SQLite also gets a busy timeout and WAL journal so the API, the embedded worker and the CLI
-    can share one file; PostgreSQL gets pre-ping so a restarted server is survived.
+    can share one file; PostgreSQL connections are pinged before use when they sat idle in the
+    pool (``_ping_when_idle``), so a restarted server is survived.
 
     Args:
         url: SQLAlchemy URL (``sqlite:///file.db`` or ``postgresql://...``).
@@ -61,9 +66,37 @@ def make_engine(url: str, *, pool_size: int = DEFAULT_API_THREADS) -> Engine:
             cursor.close()
 
         return engine
-    return create_engine(
-        url, pool_pre_ping=True, pool_size=pool_size, max_overflow=PG_POOL_OVERFLOW
-    )
+    engine = create_engine(url, pool_size=pool_size, max_overflow=PG_POOL_OVERFLOW)
+    _ping_when_idle(engine, PING_AFTER_IDLE_SECONDS)
+    return engine
+
+
+def _ping_when_idle(engine: Engine, idle_seconds: float) -> None:
+    """Ping a pooled connection at checkout when it sat in the pool for ``idle_seconds``.
+
+    SQLAlchemy's ``pool_pre_ping`` pings at every checkout: under load that was one more round
+    trip (and a transaction begun for it) per request, for connections used milliseconds ago.
+    A server restart closes idle connections, so those are the ones worth checking; a dead one
+    is replaced (``DisconnectionError`` makes the pool open a new one). A connection that breaks
+    while in use fails its request, and SQLAlchemy then invalidates the rest of the pool.
+    """
+
+    @event.listens_for(engine, "checkin")
+    def _idle_since(_dbapi_connection, record) -> None:  # type: ignore[no-untyped-def]
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _ping(dbapi_connection, record, _proxy) -> None:  # type: ignore[no-untyped-def]
+        idle_since = record.info.get("idle_since")
+        if idle_since is None or time.monotonic() - idle_since < idle_seconds:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+            dbapi_connection.rollback()
+        except Exception as exc:
+            if engine.dialect.is_disconnect(exc, dbapi_connection, None):
+                raise DisconnectionError(str(exc)) from exc
+            raise
 
 
 @lru_cache(maxsize=8)
@@ -75,6 +108,22 @@ def get_engine(url: str, pool_size: int = DEFAULT_API_THREADS) -> Engine:
 def session_factory(url: str, *, pool_size: int = DEFAULT_API_THREADS) -> sessionmaker[Session]:
     """A session factory bound to the shared engine of ``url``."""
     return sessionmaker(bind=get_engine(url, pool_size), expire_on_commit=False)
+
+
+def read_session_factory(
+    url: str, *, pool_size: int = DEFAULT_API_THREADS
+) -> sessionmaker[Session]:
+    """Sessions for reads of one statement each; on PostgreSQL without a transaction.
+
+    One ``SELECT`` is consistent on its own; without ``BEGIN`` and the ``ROLLBACK`` on return to
+    the pool, a PostgreSQL read is one round trip instead of three (same pool as
+    :func:`session_factory`). SQLite keeps the plain sessions: switching its connections to
+    autocommit and back costs more than the transaction, which is local.
+    """
+    if url.startswith("sqlite"):
+        return session_factory(url, pool_size=pool_size)
+    engine = get_engine(url, pool_size).execution_options(isolation_level="AUTOCOMMIT")
+    return sessionmaker(bind=engine, expire_on_commit=False)
 
 
 @contextmanager

@@ -60,9 +60,12 @@ class CommunicationTally:
 
     Attributes:
         rounds: the per-round tallies in log order.
+        rows: every message as ``(federated_round, sender, receiver, amount_of_bytes)``, in
+            log order (the detailed log is checked against them).
     """
 
     rounds: list[RoundTally]
+    rows: list[tuple[int, int, int, int]] = field(default_factory=list)
 
     @property
     def bytes_up(self) -> int:
@@ -147,6 +150,7 @@ def parse_log(
             PART, f"the first line must be {','.join(HEADER)!r}, got {lines[0][:MAX_LINE_CHARS]!r}"
         )
     tallies: list[RoundTally] = []
+    rows: list[tuple[int, int, int, int]] = []
     for number, line in enumerate(lines[1:], start=2):
         if not line.strip():
             continue
@@ -173,6 +177,7 @@ def parse_log(
                 )
             tallies.append(RoundTally(round=round_))
         tally = tallies[-1]
+        rows.append((round_, sender, receiver, amount))
         tally.messages += 1
         if max_messages_per_round is not None and tally.messages > max_messages_per_round:
             raise InvalidSubmission(
@@ -192,7 +197,7 @@ def parse_log(
     _check_consistency(
         federated, clients_per_round=clients_per_round, rounds=rounds, sampling=sampling
     )
-    return CommunicationTally(tallies)
+    return CommunicationTally(tallies, rows)
 
 
 def _without_personal_round(

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
+
+import pytest
+import torch
 
 from baselines.experiments import Experiment, full_val_report, run_experiment, track2_table
 from benchmark.data import load_split
@@ -27,3 +31,45 @@ def test_a_run_is_trained_once_and_scored_on_the_whole_val_split(tiny_data: Path
     table = track2_table(tmp_path, report)
     assert "| `dp-fedavg` | n/a | n/a | n/a | |" in table
     assert table.rstrip().endswith(f"{scores['anls']:.4f} |")
+
+
+@pytest.mark.slow  # about 2 minutes: five trainings and four scorings as processes
+def test_round_by_round_checkpoints_are_those_of_one_run(tiny_data: Path, tiny_base: Path,
+                                                         tmp_path: Path) -> None:
+    from safetensors.torch import load_file
+
+    from baselines.round_scores import (
+        bytes_through,
+        first_at_threshold,
+        snapshot_checkpoint,
+        train_round_by_round,
+    )
+
+    scores = train_round_by_round(tmp_path / "by-round", "fedavg", 2, tiny_data, str(tiny_base))
+    assert [score.round for score in scores] == [1, 2]
+    assert scores[0].total_bytes * 2 == scores[1].total_bytes  # every round sends the same
+    assert all(0.0 <= s.val_anls <= 1.0 and 0.0 <= s.test_anls <= 1.0 for s in scores)
+    whole = run_experiment(Experiment("straight", "fedavg", ("--rounds", "2")), tiny_data,
+                           tmp_path, str(tiny_base), val_limit=0)
+    resumed = load_file(tmp_path / "by-round" / "checkpoint" / "model.safetensors")
+    straight = load_file(whole / "checkpoint" / "model.safetensors")
+    assert resumed.keys() == straight.keys()
+    assert all(torch.equal(resumed[name], straight[name]) for name in resumed)
+    (whole / "snapshots").mkdir()
+    shutil.copy(whole / "state" / "round-0002" / "global.safetensors",
+                whole / "snapshots" / "round-0002.safetensors")
+    rebuilt = load_file(snapshot_checkpoint(whole, 2, str(tiny_base)) / "model.safetensors")
+    assert all(torch.equal(rebuilt[name], straight[name]) for name in straight)
+    assert bytes_through(whole, 2) == scores[1].total_bytes
+    assert bytes_through(whole, 1) == scores[0].total_bytes
+    assert first_at_threshold(scores, 1.01) is None
+    assert first_at_threshold(scores, 0.0) == scores[0]
+def test_only_selects_track_3_runs_by_short_name() -> None:
+    from baselines.experiments import TRACK3, selected
+
+    chosen = selected(TRACK3, "pfedcr, lora-10rounds")
+    assert [e.name for e in chosen] == ["track3-pfedcr-seed0", "track3-lora-10rounds-seed0"]
+    assert chosen[1].preset == "lora" and chosen[1].options == ("--rounds", "10")
+    assert selected(TRACK3, None) == TRACK3
+    with pytest.raises(ValueError, match="no such experiment"):
+        selected(TRACK3, "pfedcr,fedavg")

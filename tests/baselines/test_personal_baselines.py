@@ -57,7 +57,7 @@ def _log(run: Path) -> list[list[int]]:
 
 
 def test_presets_are_track_3_only() -> None:
-    assert set(PERSONAL_PRESETS) == {"fedavg-ft", "local-only"}
+    assert set(PERSONAL_PRESETS) == {"fedavg-ft", "local-only", "pfedcr", "feddat", "fedp3"}
     assert not set(PERSONAL_PRESETS) & set(PRESETS)
     assert PERSONAL_PRESETS["local-only"]["rounds"] == 0
     with pytest.raises(ValueError, match="rounds must be >= 1"):

@@ -158,3 +158,16 @@ def test_runs_are_tabulated_and_plotted(preset_runs, tmp_path: Path) -> None:
     assert image.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(FileNotFoundError, match="has not finished"):
         read_run(tmp_path)
+
+
+def test_another_optimizer_drops_the_presets_own_optimizer_options() -> None:
+    from baselines.presets import preset_config
+
+    momentum = preset_config("dp-clgecl", epsilon=1.0)
+    assert (momentum.optimizer, momentum.options["momentum"]) == ("sgd", 0.9)
+    adamw = preset_config("dp-clgecl", optimizer="adamw", lr=2e-4, epsilon=1.0)
+    assert adamw.optimizer == "adamw" and "momentum" not in adamw.options
+    assert adamw.options["lr"] == 2e-4 and adamw.options["clgecl_alpha"] == 0.01
+    assert preset_config("dp-clgecl", optimizer="sgd", epsilon=1.0).options["momentum"] == 0.9
+    with pytest.raises(ValueError, match="momentum"):
+        preset_config("dp-clgecl", optimizer="adamw", momentum=0.5, epsilon=1.0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 import struct
 from pathlib import Path
 
@@ -22,6 +23,21 @@ def fedavg_log(*, rounds: int = 2, clients: tuple[int, ...] = (0, 1), nbytes: in
         for c in clients:
             lines.append(f"{r},{c},-1,{nbytes // 2}")
     return "\n".join(lines) + "\n"
+
+
+def details_log(
+    log: str | None = None, *, parameters: tuple[str, ...] = (), wire: str = "fp32"
+) -> str:
+    """The detailed log (``communication_log.jsonl``) of a CSV log: one line per row whose four
+    cells are integers, each message naming ``parameters`` in the format ``wire``."""
+    lines = []
+    for row in (log if log is not None else fedavg_log()).splitlines()[1:]:
+        cells = row.split(",")
+        if len(cells) != 4 or not all(re.fullmatch(r"\s*-?[0-9]+\s*", c) for c in cells):
+            continue
+        values = dict(zip(LOG_HEADER.split(","), map(int, cells), strict=True))
+        lines.append(json.dumps({**values, "format": wire, "parameters": list(parameters)}))
+    return "".join(line + "\n" for line in lines)
 
 
 def declaration(**overrides: object) -> dict:
@@ -65,8 +81,10 @@ def write_run(
     log: str | None = None,
     privacy: dict | None = None,
     meta: dict | None = None,
+    details: str | None = None,
 ) -> Path:
-    """Write a run directory as ``pflkit train`` does."""
+    """Write a run directory as ``pflkit train`` does (the detailed log, unless given, names
+    no tensor: right for an unchanged reference checkpoint)."""
     (directory / "checkpoint").mkdir(parents=True, exist_ok=True)
     target = directory / "checkpoint" / "model.safetensors"
     if isinstance(model, bytes):
@@ -74,6 +92,9 @@ def write_run(
     else:
         target.write_bytes(Path(model).read_bytes())
     (directory / "communication_log.csv").write_text(log if log is not None else fedavg_log())
+    (directory / "communication_log.jsonl").write_text(
+        details if details is not None else details_log(log)
+    )
     (directory / "submission.json").write_text(json.dumps(meta or metadata(track)))
     if privacy is not None:
         (directory / "privacy.json").write_text(json.dumps(privacy))

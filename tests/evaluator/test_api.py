@@ -15,6 +15,7 @@ from tests.evaluator.conftest import LiveServer
 from tests.evaluator.factories import (
     LOG_HEADER,
     declaration,
+    details_log,
     fedavg_log,
     metadata,
     personal_parts,
@@ -40,6 +41,11 @@ def upload(
             "communication_log.csv",
             log if log is not None else fedavg_log(),
             "text/csv",
+        ),
+        "communication_details": (
+            "communication_log.jsonl",
+            details_log(log if log is not None else fedavg_log()),
+            "application/jsonl",
         ),
         "metadata": (
             "submission.json",
@@ -333,6 +339,29 @@ def test_missing_part_and_wrong_content_type(
     assert "missing form fields: model, communication_log" in response.json()["detail"]
     response = httpx.post(f"{live_server.url}/api/v1/submissions", headers=auth, json=metadata())
     assert response.status_code == 415
+    assert_nothing_stored(settings)
+
+
+def test_the_detailed_log_is_required_and_must_repeat_the_csv(
+    live_server: LiveServer, teams: dict, settings, model_bytes: bytes
+) -> None:  # type: ignore[no-untyped-def]
+    files = {
+        "model": ("model.safetensors", model_bytes),
+        "communication_log": ("communication_log.csv", fedavg_log()),
+        "metadata": ("submission.json", json.dumps(metadata())),
+    }
+    response = httpx.post(f"{live_server.url}/api/v1/submissions", files=files,
+                          headers={"Authorization": f"Bearer {teams['alpha']}"})  # fmt: skip
+    assert response.status_code == 422
+    assert response.json()["detail"] == "missing form fields: communication_details"
+    other = details_log(fedavg_log(nbytes=999))
+    response = upload(live_server.url, teams["alpha"], model=model_bytes,
+                      extra={"communication_details": ("communication_log.jsonl", other)})  # fmt: skip
+    assert response.status_code == 422
+    assert response.json()["detail"] == (
+        "communication_details: line 1 is 0,-1,0,999 but row 1 of the CSV log is 0,-1,0,1000; "
+        "upload the two logs of one run"
+    )
     assert_nothing_stored(settings)
 
 

@@ -240,27 +240,33 @@ def test_postgres_and_redis_with_two_workers(
         queue_url=f"{REDIS_URL}/13",
         queue_name=queue_name,
     )
+    # Three teams upload the same checkpoint: the copies are flagged for the organisers, not
+    # refused, so that both workers have three jobs to share.
+    env["PFLKIT_EVALUATOR_COPY_POLICY"] = "flag"
     processes: list[Process] = []
     try:
-        token = create_team(database_url, "alpha")
+        tokens = [create_team(database_url, name) for name in ("alpha", "beta", "gamma")]
+        organiser = create_team(database_url, "org", organiser=True)
         service = Service(tmp_path / "serve.log", env, "--no-worker")
         processes.append(service)
         processes += [Process(["worker"], tmp_path / f"worker{i}.log", env) for i in range(2)]
         service.wait_healthy()
         ids = []
-        for index in range(3):
+        for index, token in enumerate(tokens):
             run = write_run(tmp_path / f"run{index}", tiny_reference / "model.safetensors")
             result = pflkit("submit", str(run), "--server", service.url, "--token", token, "--json")
             assert result.returncode == 0, result.stderr
             ids.append(json.loads(result.stdout)["id"])
-        for submission_id in ids:
+        for submission_id, token in zip(ids, tokens, strict=True):
             body = poll(
                 f"{service.url}/api/v1/submissions/{submission_id}",
                 token,
                 until={"finished", "rejected", "failed"},
                 interval=0.5,
             )
-            _assert_scores_match(body, expected)
+            _assert_scores_match(
+                body, expected, _organiser_view(service.url, organiser, submission_id)
+            )
             assert [t["to_status"] for t in body["transitions"]].count("finished") == 1
         logs = "".join(p.output() for p in processes[1:])
         assert logs.count("finished") >= 3
@@ -281,6 +287,7 @@ def test_worker_killed_mid_scoring_finishes_once(
         tmp_path, reference=tiny_reference, data=benchmark_dir, database_url=database_url
     )
     token = create_team(database_url, "alpha")
+    organiser = create_team(database_url, "org", organiser=True)
     service = Service(tmp_path / "serve.log", env, "--no-worker")
     first = Process(["worker"], tmp_path / "worker1.log", env)
     second = None
@@ -306,7 +313,7 @@ def test_worker_killed_mid_scoring_finishes_once(
         assert statuses.count("finished") == 1
         assert statuses == ["received", "queued", "scoring", "queued", "scoring", "finished"]
         assert "lease" in body["transitions"][3]["detail"]
-        _assert_scores_match(body, expected)
+        _assert_scores_match(body, expected, _organiser_view(service.url, organiser, body["id"]))
     finally:
         for process in (first, second, service):
             if process is not None:

@@ -17,10 +17,11 @@ from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from evaluator.validation import InvalidSubmission
+from evaluator.validation.commdetails import read_details
 from evaluator.validation.commlog import parse_log
 from evaluator.validation.jsonfile import parse_json_object
 from evaluator.validation.privacy import load_declaration
-from tests.evaluator.factories import LOG_HEADER, declaration, metadata
+from tests.evaluator.factories import LOG_HEADER, declaration, details_log, metadata
 
 # Cells that look like numbers to a human or to int(): ASCII, signs, Unicode digits, exponents.
 _CELLS = st.one_of(
@@ -87,6 +88,37 @@ def test_log_parser_accepts_or_refuses(tmp_path_factory, lines: list[str], heade
     for cell_line in lines:
         for cell in cell_line.split(","):
             assert cell.strip().isascii() or not cell.strip()
+
+
+_DETAIL_LINES = st.lists(
+    st.one_of(
+        _JSON_TEXTS,
+        st.fixed_dictionaries(
+            {"federated_round": st.sampled_from([0, 1, -1, True, "0", 1.0]),
+             "sender": st.sampled_from([-1, 0, 10]), "receiver": st.sampled_from([-1, 0]),
+             "amount_of_bytes": st.integers(min_value=-1, max_value=2**70),
+             "format": st.one_of(st.sampled_from(["fp32", "nf4"]), st.text(max_size=50)),
+             "parameters": st.one_of(st.lists(st.text(max_size=320), max_size=5),
+                                     _JSON_SCALARS)},  # fmt: skip
+        ).map(json.dumps),
+    ),
+    max_size=6,
+)
+
+
+@hypothesis.settings(max_examples=300, deadline=None)
+@given(lines=_DETAIL_LINES)
+def test_detailed_log_reader_accepts_or_refuses(tmp_path_factory, lines: list[str]) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path_factory.mktemp("details") / "communication_log.jsonl"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    rows = [(0, -1, 0, 5), (0, 0, -1, 5)]
+    try:
+        messages = read_details(path, rows, max_bytes=10**6, max_parameters=4)
+    except InvalidSubmission as exc:
+        assert exc.part == "communication_details"
+        return
+    assert [m.row for m in messages] == rows
+    assert all(isinstance(n, str) for m in messages for n in m.parameters)
 
 
 @hypothesis.settings(max_examples=300, deadline=None)
@@ -163,6 +195,8 @@ def test_uploads_are_4xx_or_accepted_never_5xx(settings, teams: dict, tmp_path: 
             files = {
                 "model": ("model.safetensors", model),
                 "communication_log": ("communication_log.csv", log.encode("utf-8")),
+                "communication_details": ("communication_log.jsonl",
+                                          details_log(log).encode("utf-8")),
                 "metadata": ("submission.json", meta.encode("utf-8")),
             }
             if privacy is not None:

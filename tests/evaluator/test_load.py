@@ -11,7 +11,7 @@ import pytest
 from bench.loadtest import seed
 from evaluator.core.db import get_engine
 from tests.evaluator.conftest import LiveServer
-from tests.evaluator.factories import fedavg_log, metadata, small_safetensors
+from tests.evaluator.factories import details_log, fedavg_log, metadata, small_safetensors
 
 READERS = 120
 
@@ -26,6 +26,7 @@ async def _read_and_upload(url: str, token: str, submission: str, models: list[b
             files = {
                 "model": ("model.safetensors", model, "application/octet-stream"),
                 "communication_log": ("communication_log.csv", fedavg_log(), "text/csv"),
+                "communication_details": ("communication_log.jsonl", details_log(), "text/plain"),
                 "metadata": ("submission.json", json.dumps(metadata()), "application/json"),
             }
             response = await client.post("/api/v1/submissions", files=files, headers=auth)

@@ -191,7 +191,7 @@ def test_worker_rejects_a_personalisation_against_the_reference(
     scoring = settings.model_copy(update={"data_dir": data})
     submission_id = stored_submission(scoring, teams["alpha"],
                                       (tiny_reference / "model.safetensors").read_bytes(),
-                                      meta=metadata(3), log=fedavg_log())  # fmt: skip
+                                      meta=metadata(3, clients=2), log=fedavg_log())  # fmt: skip
     directory = Path(scoring.storage_dir) / "submissions" / submission_id / "personal"
     directory.mkdir()
     (directory / "client_0.safetensors").write_bytes(b"")

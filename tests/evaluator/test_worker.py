@@ -17,7 +17,7 @@ from evaluator.models import Status, Submission, SubmissionEvent, utcnow
 from evaluator.queue import TaskQueue
 from evaluator.storage import SubmissionStore
 from evaluator.worker import JobRunner, reap
-from tests.evaluator.factories import fedavg_log, metadata, small_safetensors
+from tests.evaluator.factories import details_log, fedavg_log, metadata, small_safetensors
 
 
 def stored_submission(
@@ -41,6 +41,7 @@ def stored_submission(
     incoming.mkdir(parents=True)
     (incoming / "model.safetensors").write_bytes(model)
     (incoming / "communication_log.csv").write_text(log or fedavg_log())
+    (incoming / "communication_log.jsonl").write_text(details_log(log or fedavg_log()))
     store.commit(submission_id)
     with session_scope(settings.db_url) as session:
         assert crud.transition(

@@ -261,3 +261,11 @@ def test_track3_board_json_and_csv_publish_four_decimals():
     values = dict(zip(header, lines[1].split(","), strict=True))
     assert (values["track"], values["rank"], values["personal_anls"]) == ("3", "1", "0.1235")
     assert values["global_unseen_anls"] == "0.3333" and values["total_bytes"] == "5000"
+
+
+def test_the_source_query_names_rows_fields_in_order() -> None:
+    import dataclasses
+
+    from leaderboard.source import _NAMES
+
+    assert tuple(f.name for f in dataclasses.fields(Row)) == _NAMES

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response, status
+from fastapi.security import HTTPAuthorizationCredentials
 from pydantic import ValidationError
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
@@ -22,8 +23,11 @@ from evaluator.api.deps import (
     SessionDep,
     SettingsDep,
     StoreDep,
+    bearer_token,
     read_as_team,
+    refuse_unknown_token,
 )
+from evaluator.api.status_views import StatusViews
 from evaluator.benchmark_info import clients_of
 from evaluator.core.config import Settings
 from evaluator.models import (
@@ -45,6 +49,7 @@ from evaluator.storage import (
 )
 from evaluator.validation import InvalidSubmission
 from evaluator.validation.checkpoint import read_header
+from evaluator.validation.commdetails import read_details
 from evaluator.validation.commlog import declared_shape, parse_log
 from evaluator.validation.jsonfile import load_json_object
 from evaluator.validation.personal import check_personalisations
@@ -72,6 +77,12 @@ _UPLOAD_BODY = {
                             "type": "string",
                             "format": "binary",
                             "description": "communication_log.csv",
+                        },
+                        "communication_details": {
+                            "type": "string",
+                            "format": "binary",
+                            "description": "communication_log.jsonl: per message, the tensors "
+                            "it carried and their wire format",
                         },
                         "privacy": {
                             "type": "string",
@@ -163,7 +174,7 @@ def check_upload(directory: Path, settings: Settings) -> SubmissionMetadata:
             max_file_bytes=settings.max_personal_file_bytes,
             max_total_bytes=settings.max_personal_bytes,
         )  # fmt: skip
-    parse_log(
+    tally = parse_log(
         directory / FILENAMES["communication_log"],
         clients=clients,
         max_bytes=settings.max_log_bytes,
@@ -172,6 +183,10 @@ def check_upload(directory: Path, settings: Settings) -> SubmissionMetadata:
         max_rounds=settings.max_log_rounds,
         max_messages_per_round=2 * clients * settings.max_messages_per_client_round,
     )
+    read_details(
+        directory / FILENAMES["communication_details"], tally.rows,
+        max_bytes=settings.max_details_bytes, max_parameters=2 * settings.max_tensors,
+    )  # fmt: skip
     return metadata
 
 
@@ -292,6 +307,7 @@ async def create_submission(
     limits = {
         "model": settings.max_model_bytes,
         "communication_log": settings.max_log_bytes,
+        "communication_details": settings.max_details_bytes,
         "privacy": settings.max_json_bytes,
         "metadata": settings.max_json_bytes,
     }
@@ -359,13 +375,39 @@ def _json(model: SubmissionPublic | SubmissionList) -> Response:
 
 @router.get("/{submission_id}", response_model=SubmissionPublic, name="get_submission")
 async def get_submission(submission_id: str, request: Request, credentials: BearerDep) -> Response:
-    """Status, transitions and results of one submission (its team or an organiser)."""
+    """Status, transitions and results of one submission (its team or an organiser).
 
-    def read(session: Session, team: Team) -> SubmissionPublic:
-        row = _visible(crud.get_submission(session, submission_id=submission_id), team)
-        return SubmissionPublic.from_row(row, full_precision=team.is_organiser)
+    The most polled endpoint: one short query checks the token and reads the board version; the
+    view comes from ``status_views`` when nothing changed since it was read, else from one query
+    (``crud.submission_for_token``). One worker thread, on PostgreSQL outside a transaction.
+    """
+    return Response(await run_in_threadpool(_status_body, request, credentials, submission_id),
+                    media_type="application/json")  # fmt: skip
 
-    return _json(await read_as_team(request, credentials, read))
+
+def _status_body(
+    request: Request, credentials: HTTPAuthorizationCredentials | None, submission_id: str
+) -> bytes:
+    """The JSON body of :func:`get_submission` (runs in a worker thread)."""
+    token = bearer_token(request, credentials)
+    views: StatusViews = request.app.state.status_views
+    with request.app.state.read_sessions() as session:
+        caller = crud.caller_by_token(session, token=token)
+        hit = views.get(submission_id, caller) if caller is not None else None
+        read = None
+        if caller is not None and hit is None:
+            read = crud.submission_for_token(session, token=token, submission_id=submission_id)
+    if caller is None or (hit is None and read is None):
+        refuse_unknown_token(request)
+    if hit is None:
+        if read.view is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, "no such submission for this token")
+        hit = (read.owner_team_id, read.view.model_dump_json().encode())
+        views.put(submission_id, read.caller, *hit)
+    owner_team_id, body = hit
+    if owner_team_id != caller.team_id and not caller.is_organiser:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "no such submission for this token")
+    return body
 
 
 @router.get("", response_model=SubmissionList)
