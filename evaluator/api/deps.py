@@ -33,7 +33,12 @@ def get_settings(request: Request) -> Settings:
 
 
 def get_session(request: Request) -> Iterator[Session]:
-    """A database session for one request (committed on success)."""
+    """A database session for one request, committed on success before the response is sent.
+
+    ``SessionDep`` declares ``scope="function"``: with FastAPI's default scope the code after
+    ``yield`` runs once the response has gone, so a client could read its answer (a new team's
+    token, say) and ask again before the commit made it visible.
+    """
     session = request.app.state.sessions()
     try:
         yield session
@@ -56,7 +61,7 @@ def get_queue(request: Request) -> TaskQueue:
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
-SessionDep = Annotated[Session, Depends(get_session)]
+SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 StoreDep = Annotated[SubmissionStore, Depends(get_store)]
 QueueDep = Annotated[TaskQueue, Depends(get_queue)]
 

@@ -160,6 +160,19 @@ def test_participant_cannot_use_organiser_endpoints(live_server: LiveServer, tea
     )
 
 
+def test_a_write_is_committed_before_its_answer(live_server: LiveServer, teams: dict) -> None:
+    """A new team's token works on the very next request: the route's session commits before
+    the response goes out, not after (FastAPI's default scope for a ``yield`` dependency)."""
+    organiser = {"Authorization": f"Bearer {teams['org']}"}
+    with httpx.Client(base_url=live_server.url) as client:
+        for index in range(25):
+            created = client.post("/api/v1/teams", json={"name": f"race{index}"}, headers=organiser)
+            assert created.status_code == 201
+            token = created.json()["token"]
+            listed = client.get("/api/v1/submissions", headers={"Authorization": f"Bearer {token}"})
+            assert listed.status_code == 200, f"team {index}: {listed.status_code} {listed.text}"
+
+
 def _personal_corpus(marker: Path, reference: Path) -> dict[str, tuple[dict, int, str]]:
     """Bad track-3 uploads (the settings' benchmark has the default K = 10 clients)."""
     import numpy as np
