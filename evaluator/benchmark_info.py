@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from pathlib import Path
 
 from benchmark.info import benchmark_json_files
@@ -45,4 +46,29 @@ def test_split_path(data_dir: Path) -> Path | None:
     ):
         if candidate.is_file():
             return candidate
+    return None
+
+
+@lru_cache(maxsize=16)
+def track_unavailable(data_dir: Path | None, track: int) -> str | None:
+    """Why this evaluator cannot score ``track`` on its benchmark, or None when it can.
+
+    Track 3 needs, beside the hidden test split, the clients' training files: they say which
+    client holds each provider, hence which test questions are each client's own. An organiser
+    who copied only ``evaluator/`` would otherwise see every track-3 job fail at scoring. A
+    directory without a test split (no benchmark configured) is not checked. Cached per process:
+    restart the service after fixing the directory.
+
+    Args:
+        data_dir: the benchmark directory, or None.
+        track: the track number.
+    """
+    if data_dir is None or track != 3 or test_split_path(data_dir) is None:
+        return None
+    from benchmark.data import DataError, personal_splits
+
+    try:
+        personal_splits(data_dir, "test")
+    except (DataError, OSError, ValueError) as exc:
+        return str(exc)
     return None

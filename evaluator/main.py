@@ -11,9 +11,11 @@ from anyio import to_thread
 from fastapi import APIRouter, FastAPI
 from sqlalchemy import select
 
+from benchmark.tracks import TRACKS
 from evaluator import team_names
 from evaluator.api.routes import health, submissions, teams
 from evaluator.api.status_views import StatusViews
+from evaluator.benchmark_info import track_unavailable
 from evaluator.core.config import Settings
 from evaluator.core.db import migrate, read_session_factory, session_factory
 from evaluator.core.headers import SecurityHeaders
@@ -52,6 +54,14 @@ def _ensure_organiser_token(settings: Settings) -> None:
             team.token_hash, team.is_organiser = digest, True
 
 
+def _report_unavailable_tracks(settings: Settings) -> None:
+    """Log, at start-up, each track the benchmark directory cannot score (uploads get a 422)."""
+    for track in sorted(TRACKS):
+        reason = track_unavailable(settings.data_dir, track)
+        if reason is not None:
+            logger.error("track %s is closed: %s", track, reason)
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -81,6 +91,7 @@ def create_app(
         if migrate_database:
             migrate(settings.db_url)
         _ensure_organiser_token(settings)
+        await to_thread.run_sync(_report_unavailable_tracks, settings)
         with ExitStack() as stack:
             for service in services:
                 stack.enter_context(service(app))

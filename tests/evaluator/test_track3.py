@@ -13,7 +13,7 @@ import pytest
 from safetensors.numpy import load_file, save
 from sqlalchemy import select
 
-from evaluator.client import run_files, submit
+from evaluator.client import SubmitError, run_files, submit
 from evaluator.core.db import session_scope
 from evaluator.models import Submission
 from evaluator.queue import TaskQueue
@@ -210,3 +210,32 @@ def test_declared_frozen_reads_only_lists_of_prefixes() -> None:
     )
     assert declared_frozen({"method_options": {"frozen": "visual"}}) == ()
     assert declared_frozen({"method_options": None}) == declared_frozen({}) == ()
+
+
+def test_track3_is_refused_when_the_benchmark_lacks_the_client_files(
+    settings, teams: dict, tiny_reference: Path, personal_benchmark, tmp_path: Path, caplog
+) -> None:  # type: ignore[no-untyped-def]
+    """An evaluator whose benchmark lacks a client's training file cannot tell that client's
+    questions apart: it logs why at start-up and refuses track-3 uploads with a 422 that shows
+    no server path (not a job that fails at scoring), and stores nothing."""
+    import logging
+    import shutil
+
+    from pflkit.app import create_app
+
+    data = tmp_path / "evaluator-only"
+    shutil.copytree(personal_benchmark[0], data)
+    (data / "participant" / "imdb_train_client_1.npy").unlink()
+    scoring = settings.model_copy(update={"data_dir": data})
+    run = _track3_run(tmp_path / "run", tiny_reference, {}, 2)
+    with caplog.at_level(logging.ERROR, logger="evaluator.api"), LiveServer(
+        scoring, app=create_app(scoring, migrate_database=False)
+    ) as server:
+        with pytest.raises(SubmitError) as refused:
+            submit(run, server=server.url, token=teams["alpha"])
+    assert "422" in str(refused.value)
+    assert "cannot score track 3" in str(refused.value)
+    assert str(data) not in str(refused.value)
+    closed = [r.getMessage() for r in caplog.records if "track 3 is closed" in r.getMessage()]
+    assert closed and "no client holds in training" in closed[0]
+    assert not list((Path(scoring.storage_dir) / "submissions").glob("*"))

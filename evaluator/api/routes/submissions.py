@@ -28,7 +28,7 @@ from evaluator.api.deps import (
     refuse_unknown_token,
 )
 from evaluator.api.status_views import StatusViews
-from evaluator.benchmark_info import clients_of
+from evaluator.benchmark_info import clients_of, track_unavailable
 from evaluator.core.config import Settings
 from evaluator.models import (
     Status,
@@ -157,6 +157,12 @@ def check_upload(directory: Path, settings: Settings) -> SubmissionMetadata:
         raise InvalidSubmission(
             "metadata", f"{where}: {first['msg']} (needs track {track_numbers()} and a method name)"
         ) from None
+    if track_unavailable(settings.data_dir, metadata.track) is not None:
+        raise InvalidSubmission(
+            "metadata", f"track: this evaluator cannot score track {metadata.track}: its "
+            "benchmark directory is incomplete (the reason is in the service log); tell the "
+            "organisers"
+        )  # fmt: skip
     check_track_parts(get_track(metadata.track), directory)
     privacy = directory / FILENAMES["privacy"]
     if privacy.is_file():
