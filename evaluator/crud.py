@@ -110,20 +110,50 @@ def lock_checkpoint(session: Session, *, model_sha256: str) -> None:
         session.execute(select(func.pg_advisory_xact_lock(int(model_sha256[:15], 16))))
 
 
-def board_changed(session: Session) -> None:
-    """Advance the leaderboard's version in the caller's transaction (every submission change).
+def board_changed(session: Session, *, submission_id: str | None) -> None:
+    """Advance the leaderboard's version in the caller's transaction (every submission change)
+    and mark the changed submission with the new version.
 
-    The pages cached for the old version are stale once the transaction commits. Called last
-    in a transaction's writes, so its row lock is held only until the commit.
+    The pages cached for the old version are stale once the transaction commits; the marker
+    lets the leaderboard re-read only the submissions changed since the version it last read.
+    Called last in a transaction's writes, so its row lock is held only until the commit. That
+    lock also serialises the changes: once version V is visible, so is every change marked V
+    or lower.
+
+    Args:
+        session: open session (committed by the caller).
+        submission_id: the changed submission, or None for a change no marker can show (a
+            deleted submission): readers then read every submission again.
     """
-    session.execute(
-        update(BoardVersion).where(BoardVersion.id == 1).values(version=BoardVersion.version + 1)
-    )
+    statement = update(BoardVersion).where(BoardVersion.id == 1)
+    if submission_id is None:
+        statement = statement.values(
+            version=BoardVersion.version + 1, unmarked_version=BoardVersion.version + 1
+        )
+    else:
+        statement = statement.values(version=BoardVersion.version + 1)
+    version = session.execute(statement.returning(BoardVersion.version)).scalar_one_or_none()
+    if submission_id is not None and version is not None:
+        session.execute(
+            update(Submission)
+            .where(Submission.id == submission_id)
+            .values(board_version=version)
+            .execution_options(synchronize_session=False)
+        )
 
 
 def board_version(session: Session) -> int:
     """The leaderboard's current version (read it before the rows it keys)."""
     return int(session.scalar(select(BoardVersion.version).where(BoardVersion.id == 1)) or 0)
+
+
+def board_state(session: Session) -> tuple[int, int]:
+    """The leaderboard's current version and the version of its last unmarked change (see
+    :func:`board_changed`), in one read."""
+    row = session.execute(
+        select(BoardVersion.version, BoardVersion.unmarked_version).where(BoardVersion.id == 1)
+    ).first()
+    return (0, 0) if row is None else (int(row[0]), int(row[1]))
 
 
 def day_start(now: dt.datetime) -> dt.datetime:
@@ -209,7 +239,7 @@ def reserve_submission(
         )
     )
     session.flush()
-    board_changed(session)
+    board_changed(session, submission_id=submission.id)
     return submission
 
 
@@ -219,7 +249,7 @@ def delete_submission(session: Session, *, submission_id: str) -> None:
     if row is not None:
         session.delete(row)
         session.flush()
-        board_changed(session)
+        board_changed(session, submission_id=None)
 
 
 def transition(
@@ -283,7 +313,7 @@ def transition(
             worker=worker,
         )
     )
-    board_changed(session)
+    board_changed(session, submission_id=submission_id)
     return True
 
 
@@ -348,7 +378,7 @@ def claim(session: Session, *, submission_id: str, worker: str, lease_seconds: f
             worker=worker,
         )
     )
-    board_changed(session)
+    board_changed(session, submission_id=submission_id)
     return True
 
 
@@ -565,9 +595,7 @@ def find_copy(
             Submission.model_sha256 == model_sha256,
             Submission.track == track,
             Submission.id != exclude_id,
-            Submission.status.not_in(
-                [*NOT_COUNTED_IN_QUOTA, Status.RECEIVED.value]
-            ),
+            Submission.status.not_in([*NOT_COUNTED_IN_QUOTA, Status.RECEIVED.value]),
         )
         .order_by(Submission.created_at, Submission.id)
         .limit(1)
@@ -622,7 +650,7 @@ def set_flags(
             detail=f"{action} by {organiser}" + (f": {reason}" if reason else ""),
         )
     )
-    board_changed(session)
+    board_changed(session, submission_id=submission_id)
     return True
 
 
@@ -678,7 +706,7 @@ def requeue_expired(
             detail=detail,
         )
     )
-    board_changed(session)
+    board_changed(session, submission_id=submission_id)
     return target
 
 
@@ -696,9 +724,7 @@ def create_organiser_session(session: Session, *, team_id: int, lifetime: dt.tim
     import secrets
 
     now = utcnow()
-    session.execute(
-        OrganiserSession.__table__.delete().where(OrganiserSession.expires_at < now)
-    )
+    session.execute(OrganiserSession.__table__.delete().where(OrganiserSession.expires_at < now))
     value = secrets.token_urlsafe(32)
     session.add(
         OrganiserSession(

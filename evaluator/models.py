@@ -171,6 +171,12 @@ class Submission(Base):
     hidden: Mapped[bool] = mapped_column(Boolean, default=False)
     disqualified_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
 
+    # The board version of the row's latest change (``crud.board_changed``, same transaction):
+    # the leaderboard re-reads only the rows changed since the version it last read.
+    board_version: Mapped[int] = mapped_column(
+        BigInteger, default=0, server_default="0", index=True
+    )
+
     team: Mapped[Team] = relationship(back_populates="submissions")
     events: Mapped[list[SubmissionEvent]] = relationship(
         back_populates="submission", order_by="SubmissionEvent.id", cascade="all, delete-orphan"
@@ -214,12 +220,18 @@ TrackNumber = Literal[tuple(sorted(TRACKS))]  # type: ignore[valid-type]
 
 class BoardVersion(Base):
     """One row whose ``version`` grows with every change to a submission, in the change's own
-    transaction: the leaderboard's pages are cached per version (``evaluator.crud``)."""
+    transaction: the leaderboard's pages are cached per version (``evaluator.crud``).
+
+    ``unmarked_version`` is the version of the last change that no submission's
+    ``board_version`` shows (a deleted submission): a reader that kept rows read at an older
+    version reads every row again.
+    """
 
     __tablename__ = "board_version"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     version: Mapped[int] = mapped_column(BigInteger)
+    unmarked_version: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
 
 
 class PersonalMetadata(BaseModel):

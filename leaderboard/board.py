@@ -116,9 +116,13 @@ def build_board(
         if given:
             result.threshold_source = threshold_source
         if public:
-            result.unranked = [_public(u) for u in result.unranked]
-            for table in result.tables.values():
-                table.unranked = [_public(u) for u in table.unranked]
+            original, result.unranked = result.unranked, [_public(u) for u in result.unranked]
+            for table in result.tables.values():  # a single table shares the track's list
+                table.unranked = (
+                    result.unranked
+                    if table.unranked is original
+                    else [_public(u) for u in table.unranked]
+                )
         results[number] = result
     return Board(threshold, threshold_source, results, all_submissions, public)
 

@@ -38,6 +38,7 @@ def _rows_statement() -> Select[Any]:
 _CLIENTS, _HIDDEN = _NAMES.index("personal_clients"), _NAMES.index("hidden")
 _ROWS = _rows_statement()
 _ROWS_OF_TRACK = _ROWS.where(Submission.__table__.c.track == bindparam("track"))
+_ROWS_CHANGED = _ROWS.where(Submission.__table__.c.board_version > bindparam("since"))
 
 
 def load_rows(session: Session, *, track: int | None = None) -> list[Row]:
@@ -55,6 +56,20 @@ def load_rows(session: Session, *, track: int | None = None) -> list[Row]:
     else:
         result = session.execute(_ROWS_OF_TRACK, {"track": track})
     return [_row(v) for v in result.tuples()]
+
+
+def load_changed_rows(session: Session, *, since: int) -> list[Row]:
+    """The submissions changed after board version ``since`` (their ``board_version`` marker,
+    indexed), as ranking rows, oldest first.
+
+    Args:
+        session: an open session on the evaluator's database.
+        since: a board version.
+
+    Returns:
+        The rows.
+    """
+    return [_row(v) for v in session.execute(_ROWS_CHANGED, {"since": since}).tuples()]
 
 
 def _row(values: tuple[Any, ...]) -> Row:

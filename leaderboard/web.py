@@ -12,7 +12,9 @@ through ``evaluator.crud`` (flags, re-score, sessions).
 
 The public views (page, plots, exports) are cached per board version (``leaderboard.cache``):
 one cheap query per request while nothing changes, rebuilt after a score lands or an
-organiser acts. They take no session dependency: one worker thread and one short session each.
+organiser acts, from the rows kept since the last build and the submissions changed since
+(``leaderboard.kept_rows``). They take no session dependency: one worker thread and one short
+session each.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from evaluator.validation.privacy import VERIFICATION_COVERS, VERIFICATION_DOES_
 from leaderboard import formatting, plots, source
 from leaderboard.board import Board, as_json, build_board, csv_text
 from leaderboard.cache import VersionedCache
+from leaderboard.kept_rows import kept_rows
 from leaderboard.threshold import THRESHOLD_ENV, track1_threshold
 from leaderboard.warmer import ViewWarmer
 
@@ -70,7 +73,9 @@ def _threshold(settings: Any) -> tuple[float, str]:
     data_dir = getattr(settings, "data_dir", None)
     stamp: list[Any] = [os.environ.get(THRESHOLD_ENV)]
     if data_dir is not None:
-        stamp.extend((str(path), path.stat().st_mtime_ns) for path in benchmark_json_files(data_dir))
+        stamp.extend(
+            (str(path), path.stat().st_mtime_ns) for path in benchmark_json_files(data_dir)
+        )
     return _threshold_at(data_dir, tuple(stamp))
 
 
@@ -86,7 +91,7 @@ def _board(app: Any, session: Session, *, all_submissions: bool, public: bool) -
 
     def build() -> Board:
         return build_board(
-            source.load_rows(session),
+            kept_rows(settings.db_url).read(session),
             threshold=threshold,
             threshold_source=origin,
             all_submissions=all_submissions,
@@ -191,9 +196,7 @@ def _plot(session: Session, app: Any, track: int) -> bytes:
 
 
 @router.get("/leaderboard/plots/track{track}.png", include_in_schema=False)
-def plot(
-    request: Request, track: Annotated[int, Path(ge=min(TRACKS), le=max(TRACKS))]
-) -> Response:
+def plot(request: Request, track: Annotated[int, Path(ge=min(TRACKS), le=max(TRACKS))]) -> Response:
     """Track 1: ANLS against bytes (log) with the threshold; track 2: ANLS against epsilon;
     track 3: personalised against global ANLS per client."""
     return Response(
@@ -268,7 +271,9 @@ def apply_action(
     reason = reason.strip()
     if action == "rescore":
         if not crud.request_rescore(
-            session, submission_id=submission_id, current_status=row.status,
+            session,
+            submission_id=submission_id,
+            current_status=row.status,
             requested_by=organiser.name,
         ):
             raise HTTPException(
