@@ -1,8 +1,8 @@
-"""Per-submission change markers of the leaderboard.
+"""Per-submission change markers of the public board.
 
 ``submissions.board_version`` (indexed) holds the board version of each submission's latest
-change, set in the change's transaction, so the leaderboard re-reads only the submissions
-changed since the version it last read. ``board_version.unmarked_version`` is the version of
+change, set in the change's transaction, so the board pages re-read only the submissions
+changed since the version they last read. ``board_version.unmarked_version`` is the version of
 the last change no marker shows (a deleted submission): a reader whose rows are older reads
 them all again. Existing rows get 0: a reader's first read is always a full one.
 
