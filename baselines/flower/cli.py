@@ -44,6 +44,16 @@ def flower_command(name: str) -> str:
     return found
 
 
+def flower_env() -> dict[str, str]:
+    """The environment for Flower's commands: its bin directory first on ``PATH``.
+
+    The SuperLink and the SuperNode start ``flower-superexec`` (and it ``flwr-serverapp`` or
+    ``flwr-clientapp``) by name, so they must find the ones of their own environment.
+    """
+    bin_dir = str(Path(sys.executable).parent)
+    return {**os.environ, "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")])}
+
+
 def flwr_home() -> Path:
     """Flower's configuration directory (``$FLWR_HOME``, else ``~/.flwr``)."""
     return Path(os.environ.get("FLWR_HOME", Path.home() / ".flwr"))
@@ -148,7 +158,7 @@ def superlink(host: str, port: int, connection: str, ssl_certfile: str | None,
         args.append("--enable-supernode-auth")
     if database:
         args += ["--database", database]
-    os.execv(command, [*args, *extra])
+    os.execve(command, [*args, *extra], flower_env())
 
 
 @flower.command("supernode")
@@ -189,7 +199,7 @@ def supernode(clients: str, data_dir: str, superlink_address: str, port: int | N
              else ["--insecure"])
     if auth_supernode_private_key:
         args += ["--auth-supernode-private-key", auth_supernode_private_key]
-    os.execv(command, [*args, *extra])
+    os.execve(command, [*args, *extra], flower_env())
 
 
 def run_on_flower(*, federation: str, out: Path, num_clients: int, on_failure: str,
@@ -212,7 +222,7 @@ def run_on_flower(*, federation: str, out: Path, num_clients: int, on_failure: s
     if reply_timeout is not None:
         settings += f" reply-timeout={float(reply_timeout)}"
     completed = subprocess.run([command, "run", str(APP_DIR), federation, "--stream",
-                                "--run-config", settings], check=False)
+                                "--run-config", settings], check=False, env=flower_env())
     if not summary.exists():
         raise click.ClickException(
             f"the Flower run ended without finishing (flwr exit status {completed.returncode}); "

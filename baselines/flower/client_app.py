@@ -1,8 +1,9 @@
 """The Flower ``ClientApp``: a node runs :class:`~baselines.client.FederatedClient` on its clients.
 
 A SuperNode is started with ``--node-config 'clients="K" data="DIR"'`` (``pflkit flower
-supernode --client K --data DIR`` writes it) and reads only those clients' training files. Three
-message types reach it:
+supernode --client K --data DIR`` writes it) and reads only those clients' training files (in
+Flower's simulation engine, node ``partition-id`` runs that client). Three message types reach
+it:
 
 - ``query.discover``: it answers a :class:`~baselines.flower.federation.ClientSummary` per client
   (rows and number of providers), which the server needs to bind the method (DP calibration).
@@ -19,6 +20,7 @@ message. A node that is sent a client it does not hold answers an error (the ser
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from flwr.app import ArrayRecord, ConfigRecord, Context, Message, RecordDict
@@ -34,19 +36,30 @@ app = ClientApp()
 #: record of ``Context.state`` holding the run's setup.
 SETUP = "setup"
 
-#: (run id, setup) -> the node's party, while the app's process lives.
-_PARTIES: dict[tuple[int, str], FederatedClient] = {}
+#: (run id, node id, setup) -> the node's party, while the app's process lives (one process
+#: may serve several nodes: the simulation engine's actors do).
+_PARTIES: dict[tuple[int, int, str], FederatedClient] = {}
 
 
 def _node(context: Context) -> tuple[list[int], str]:
-    """The node's clients and data directory, from its node config."""
+    """The node's clients and data directory, from its node config.
+
+    A deployed node has ``clients`` and ``data`` (``pflkit flower supernode``). A node of
+    Flower's simulation engine has only ``partition-id``: it runs that client of the run's
+    data directory (``config.json`` in the run directory ``out`` of the run config).
+    """
     config = context.node_config
-    if "clients" not in config or "data" not in config:
-        raise ValueError(
-            "this SuperNode has no clients/data in its node config: start it with "
-            "`pflkit flower supernode --client K --data DIR`"
-        )
-    return parse_clients(str(config["clients"])), str(config["data"])
+    if "clients" in config and "data" in config:
+        return parse_clients(str(config["clients"])), str(config["data"])
+    if "partition-id" in config and context.run_config.get("out"):
+        from baselines.run_directory import RunDirectory
+
+        saved = RunDirectory(str(context.run_config["out"])).read_config()
+        return [int(config["partition-id"])], str(saved["data"])
+    raise ValueError(
+        "this SuperNode has no clients/data in its node config: start it with "
+        "`pflkit flower supernode --client K --data DIR`"
+    )
 
 
 @app.query("discover")
@@ -69,10 +82,12 @@ def setup(message: Message, context: Context) -> Message:
     return Message(RecordDict(), reply_to=message)
 
 
-def _party(context: Context) -> FederatedClient:
-    """The node's :class:`FederatedClient` for this run (built once per process)."""
+def _party(context: Context) -> tuple[FederatedClient, float]:
+    """The node's :class:`FederatedClient` for this run (built once per process), and the
+    seconds spent building it now."""
+    tic = time.perf_counter()
     setup_record = context.state[SETUP]
-    key = (context.run_id, str(setup_record["config"]))
+    key = (context.run_id, context.node_id, str(setup_record["config"]))
     party = _PARTIES.get(key)
     if party is None:
         clients, data_dir = _node(context)
@@ -89,7 +104,7 @@ def _party(context: Context) -> FederatedClient:
         record = f"state.{client}"
         if record in context.state and client not in party.states:
             party.states[client] = _tensors(context.state[record])
-    return party
+    return party, time.perf_counter() - tic
 
 
 def _tensors(record: Any) -> dict[str, Any]:
@@ -100,14 +115,15 @@ def _tensors(record: Any) -> dict[str, Any]:
 @app.train()
 def train(message: Message, context: Context) -> Message:
     """Each sampled client of the node decodes the broadcast, trains and encodes its update."""
-    party = _party(context)
+    party, setup_seconds = _party(context)
+    names = party.parameters.names
     federated_round = int(message.content["round"]["round"])
     clients = [int(k) for k in message.content["round"]["clients"]]
-    broadcast = encoded_message(dict(message.content[WIRE]))
+    broadcast = encoded_message(dict(message.content[WIRE]), names)
     replies = {client: party.fit(federated_round, client, broadcast) for client in clients}
     for client in clients:
         state = party.states.get(client)
         if state:
             context.state[f"state.{client}"] = ArrayRecord(
                 {name: tensor.detach().cpu().contiguous() for name, tensor in state.items()})
-    return Message(reply_content(replies), reply_to=message)
+    return Message(reply_content(replies, names, setup_seconds), reply_to=message)

@@ -23,55 +23,69 @@ REPLY = "reply"
 METRICS = "metrics"
 
 
-def wire_record(message: EncodedMessage) -> dict[str, object]:
-    """The fields of a ``ConfigRecord`` carrying ``message`` (payload unchanged)."""
-    return {
+def wire_record(message: EncodedMessage, names: tuple[str, ...]) -> dict[str, object]:
+    """The fields of a ``ConfigRecord`` carrying ``message`` (payload unchanged).
+
+    ``names`` is the run's communicated set, which both ends know: the tensor names are sent
+    only when the message carries another set, so a message's Flower bytes are its payload plus
+    Flower's framing and a few dozen bytes of fields.
+    """
+    record: dict[str, object] = {
         "payload": message.payload,
         "data_bytes": message.data_bytes,
-        "names": list(message.names),
         "format": message.format,
         "official_logger_bytes": message.official_logger_bytes,
     }
+    if tuple(message.names) != tuple(names):
+        record["names"] = list(message.names)
+    return record
 
 
-def encoded_message(record: dict[str, object]) -> EncodedMessage:
+def encoded_message(record: dict[str, object], names: tuple[str, ...]) -> EncodedMessage:
     """The kit's message back from the fields of :func:`wire_record`."""
     return EncodedMessage(
         payload=bytes(record["payload"]),  # type: ignore[arg-type]
         data_bytes=int(record["data_bytes"]),  # type: ignore[arg-type]
-        names=tuple(record["names"]),  # type: ignore[arg-type]
+        names=tuple(record.get("names", names)),  # type: ignore[arg-type]
         format=str(record["format"]),
         official_logger_bytes=int(record["official_logger_bytes"]),  # type: ignore[arg-type]
     )
 
 
-def broadcast_content(message: EncodedMessage, federated_round: int,
+def broadcast_content(message: EncodedMessage, names: tuple[str, ...], federated_round: int,
                       clients: list[int]) -> RecordDict:
     """A train message's content: the broadcast and the clients of the node to train."""
     from flwr.app import ConfigRecord, RecordDict
 
     return RecordDict({
-        WIRE: ConfigRecord(wire_record(message)),
+        WIRE: ConfigRecord(wire_record(message, names)),
         "round": ConfigRecord({"round": federated_round, "clients": clients}),
     })
 
 
-def reply_content(replies: dict[int, ClientReply]) -> RecordDict:
-    """A node's answer: per client, its encoded update, weight, training time and metrics."""
+def reply_content(replies: dict[int, ClientReply], names: tuple[str, ...],
+                  setup_seconds: float) -> RecordDict:
+    """A node's answer: per client, its encoded update, weight, training time and metrics.
+
+    ``setup_seconds`` is the time the node's app spent building its party in this process
+    (model, data) before training: 0 when it was already built.
+    """
     from flwr.app import ConfigRecord, MetricRecord, RecordDict
 
     content = RecordDict()
     for client, reply in replies.items():
-        content[f"{WIRE}.{client}"] = ConfigRecord(wire_record(reply.message))
+        content[f"{WIRE}.{client}"] = ConfigRecord(wire_record(reply.message, names))
         content[f"{REPLY}.{client}"] = ConfigRecord(
-            {"num_examples": reply.num_examples, "seconds": reply.seconds})
+            {"num_examples": reply.num_examples, "seconds": reply.seconds,
+             "setup_seconds": setup_seconds})
         content[f"{METRICS}.{client}"] = MetricRecord(
             {key: float(value) for key, value in reply.metrics.items()})
     return content
 
 
-def client_reply(content: RecordDict, client: int) -> ClientReply:
-    """Client ``client``'s reply from a node's answer.
+def client_reply(content: RecordDict, client: int,
+                 names: tuple[str, ...]) -> tuple[ClientReply, float]:
+    """Client ``client``'s reply from a node's answer, and the node's setup seconds.
 
     Raises:
         ValueError: the answer has no update of that client.
@@ -81,11 +95,11 @@ def client_reply(content: RecordDict, client: int) -> ClientReply:
         raise ValueError(f"the node's answer has no update of client {client}")
     reply = content[f"{REPLY}.{client}"]
     return ClientReply(
-        message=encoded_message(dict(content[key])),
+        message=encoded_message(dict(content[key]), names),
         num_examples=int(reply["num_examples"]),
         metrics={key: float(value) for key, value in content[f"{METRICS}.{client}"].items()},
         seconds=float(reply["seconds"]),
-    )
+    ), float(reply.get("setup_seconds", 0.0))
 
 
 def flower_bytes(message: Message) -> int:

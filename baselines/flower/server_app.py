@@ -252,11 +252,13 @@ class DeployedFederation(FederatedSimulation):
                   deadline: float) -> tuple[dict[int, ClientReply], dict[int, str]]:
         """One message per client to its node; the replies and the failures (with reasons)."""
         grid = self.nodes.grid
-        content = {k: broadcast_content(broadcast, federated_round, [k]) for k in clients}
+        names = self.parameters.names
+        content = {k: broadcast_content(broadcast, names, federated_round, [k]) for k in clients}
         messages = {k: Message(content[k], dst_node_id=self.nodes.node_of[k],
                                message_type="train", group_id=str(federated_round))
                     for k in clients}
         sizes = {k: flower_bytes(message) for k, message in messages.items()}
+        sent_at = time.monotonic()
         ids = dict(zip(clients, grid.push_messages([messages[k] for k in clients]), strict=True))
         for k in clients:
             self._framing(federated_round, -1, k, sizes[k], broadcast.serialized_bytes)
@@ -271,12 +273,14 @@ class DeployedFederation(FederatedSimulation):
                     failed[k] = f"error {reply.error.code}: {reply.error.reason}"
                     continue
                 try:
-                    replies[k] = client_reply(reply.content, k)
+                    replies[k], setup_seconds = client_reply(reply.content, k, names)
                 except (KeyError, ValueError) as error:
                     failed[k] = f"malformed answer: {error}"
                     continue
                 self._framing(federated_round, k, -1, flower_bytes(reply),
-                              replies[k].message.serialized_bytes)
+                              replies[k].message.serialized_bytes,
+                              setup_seconds=setup_seconds, train_seconds=replies[k].seconds,
+                              exchange_seconds=time.monotonic() - sent_at)
             alive = self.nodes.alive()
             for k in clients:
                 if k in replies or k in failed:
@@ -289,11 +293,13 @@ class DeployedFederation(FederatedSimulation):
         return replies, failed
 
     def _framing(self, federated_round: int, sender: int, receiver: int, flower: int,
-                 payload: int) -> None:
-        """Note the bytes Flower sent for one message beside the kit's payload."""
+                 payload: int, **seconds: float) -> None:
+        """Note the bytes Flower sent for one message beside the kit's payload (and, for an
+        answer, the node's setup and training time and the exchange's wall time)."""
         self._append("flower_messages.jsonl", {
             "federated_round": federated_round, "sender": sender, "receiver": receiver,
             "payload_bytes": payload, "flower_bytes": flower, "framing_bytes": flower - payload,
+            **{key: round(value, 3) for key, value in seconds.items()},
         })
 
     def _fault(self, federated_round: int, client: int, reason: str) -> None:
