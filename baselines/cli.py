@@ -85,10 +85,12 @@ def _registry_options() -> list[click.Parameter]:
 @click.option("--threads", type=int,
               help="CPU threads of torch (1 is fastest for small models on a busy machine).")
 @click.option("--resume", is_flag=True, help="Continue the run in --out from its last completed round.")
-@click.option("--engine", type=click.Choice(["in-process", "flower"]), default="in-process",
-              show_default=True,
+@click.option("--engine", type=click.Choice(["in-process", "flower", "flower-simulation"]),
+              default="in-process", show_default=True,
               help="in-process: the kit's simulation; flower: Flower's deployment engine "
-                   "(SuperLink + SuperNodes, `pflkit flower --help`; needs `make flower-setup`).")
+                   "(SuperLink + SuperNodes, `pflkit flower --help`); flower-simulation: "
+                   "Flower's simulation engine (`pflkit flower superlink --simulation`, "
+                   "--federation local-simulation). Both need `make flower-setup`.")
 @click.option("--federation", default="local-deployment", show_default=True,
               help="--engine flower: the SuperLink connection in $FLWR_HOME/config.toml "
                    "(`pflkit flower superlink` writes `local-deployment`).")
@@ -186,10 +188,10 @@ def train(
             raise ValueError(
                 f"{out_dir} is not empty: pass --resume to continue that run or choose a new --out"
             )
-        if engine == "flower":
+        if engine != "in-process":
             _train_on_flower(config, run_dir, data_dir=data_dir, base=base, resume=resume,
                              federation=federation, on_failure=on_failure,
-                             num_clients=num_clients)
+                             num_clients=num_clients, simulation=engine == "flower-simulation")
             return
         task = build_vt5_task(
             data_dir,
@@ -224,7 +226,7 @@ def train(
 
 def _train_on_flower(config: TrainConfig, run_dir: Any, *, data_dir: str, base: str,
                      resume: bool, federation: str, on_failure: str,
-                     num_clients: int | None) -> None:
+                     num_clients: int | None, simulation: bool) -> None:
     """``pflkit train --engine flower``: write the run's configuration, ``flwr run`` the kit's
     app on the SuperLink connection and print the ServerApp's summary."""
     from baselines.flower.cli import flower_command, run_on_flower
@@ -241,7 +243,7 @@ def _train_on_flower(config: TrainConfig, run_dir: Any, *, data_dir: str, base: 
     run_dir.write_config(
         {"config": config.to_dict(), "data": str(Path(data_dir).resolve()), "base": base})
     summary = run_on_flower(federation=federation, out=run_dir.path, num_clients=num_clients,
-                            on_failure=on_failure, resume=resume)
+                            on_failure=on_failure, resume=resume, simulation=simulation)
     click.echo(json.dumps(summary, indent=2))
 
 

@@ -22,6 +22,8 @@ from baselines.flower.federation import parse_clients
 APP_DIR = Path(__file__).resolve().parent / "app"
 #: SuperLink connection that `pflkit flower superlink` writes and `--federation` names.
 LOCAL_CONNECTION = "local-deployment"
+#: the connection of `pflkit flower superlink --simulation`.
+SIMULATION_CONNECTION = "local-simulation"
 DEFAULT_PORT = 9092
 
 
@@ -118,8 +120,12 @@ def flower() -> None:
               help="Address the SuperLink listens on (0.0.0.0 for other machines).")
 @click.option("--port", default=DEFAULT_PORT, show_default=True, type=int,
               help="Port of its HTTP APIs (SuperNodes, `flwr run` and the ServerApp).")
-@click.option("--connection", default=LOCAL_CONNECTION, show_default=True,
-              help="Name of the SuperLink connection written to $FLWR_HOME/config.toml.")
+@click.option("--connection",
+              help="Name of the SuperLink connection written to $FLWR_HOME/config.toml "
+                   "(default: local-deployment, local-simulation with --simulation).")
+@click.option("--simulation", is_flag=True,
+              help="Flower's simulation engine: no SuperNodes, the SuperLink runs one ClientApp "
+                   "per client on Ray (`pflkit train --engine flower-simulation`).")
 @click.option("--ssl-certfile", type=click.Path(dir_okay=False, exists=True),
               help="TLS certificate (with --ssl-keyfile and --ssl-ca-certfile); without: insecure.")
 @click.option("--ssl-keyfile", type=click.Path(dir_okay=False, exists=True))
@@ -128,7 +134,7 @@ def flower() -> None:
               help="Only registered SuperNodes may connect (`flwr supernode register`; needs TLS).")
 @click.option("--database", help="SQLite file of the SuperLink's state (default: in memory).")
 @click.argument("extra", nargs=-1, type=click.UNPROCESSED)
-def superlink(host: str, port: int, connection: str, ssl_certfile: str | None,
+def superlink(host: str, port: int, connection: str | None, simulation: bool, ssl_certfile: str | None,
               ssl_keyfile: str | None, ssl_ca_certfile: str | None,
               enable_supernode_auth: bool, database: str | None, extra: tuple[str, ...]) -> None:
     """Start Flower's SuperLink (after `--`, more flower-superlink options).
@@ -137,6 +143,8 @@ def superlink(host: str, port: int, connection: str, ssl_certfile: str | None,
     --federation NAME` use into $FLWR_HOME/config.toml, then becomes `flower-superlink`.
     """
     command = flower_command("flower-superlink")
+    if connection is None:
+        connection = SIMULATION_CONNECTION if simulation else LOCAL_CONNECTION
     secure = ssl_certfile is not None
     if secure and (ssl_keyfile is None or ssl_ca_certfile is None):
         raise click.BadParameter("TLS needs --ssl-certfile, --ssl-keyfile and --ssl-ca-certfile")
@@ -156,6 +164,8 @@ def superlink(host: str, port: int, connection: str, ssl_certfile: str | None,
         args.append("--insecure")
     if enable_supernode_auth:
         args.append("--enable-supernode-auth")
+    if simulation:
+        args.append("--simulation")
     if database:
         args += ["--database", database]
     os.execve(command, [*args, *extra], flower_env())
@@ -203,8 +213,12 @@ def supernode(clients: str, data_dir: str, superlink_address: str, port: int | N
 
 
 def run_on_flower(*, federation: str, out: Path, num_clients: int, on_failure: str,
-                  resume: bool, reply_timeout: float | None = None) -> dict:
+                  resume: bool, reply_timeout: float | None = None,
+                  simulation: bool = False) -> dict:
     """``flwr run`` of the kit's app on a SuperLink connection, until the run ends.
+
+    With ``simulation``, the SuperLink is Flower's simulation engine and runs one node per
+    client (``num-supernodes`` = K; node ``partition-id`` k runs client k).
 
     Returns:
         The ServerApp's summary (``RUN_DIR/flower_summary.json``).
@@ -221,8 +235,10 @@ def run_on_flower(*, federation: str, out: Path, num_clients: int, on_failure: s
                 f'resume={"true" if resume else "false"}')
     if reply_timeout is not None:
         settings += f" reply-timeout={float(reply_timeout)}"
-    completed = subprocess.run([command, "run", str(APP_DIR), federation, "--stream",
-                                "--run-config", settings], check=False, env=flower_env())
+    args = [command, "run", str(APP_DIR), federation, "--stream", "--run-config", settings]
+    if simulation:
+        args += ["--federation-config", f"num-supernodes={num_clients}"]
+    completed = subprocess.run(args, check=False, env=flower_env())
     if not summary.exists():
         raise click.ClickException(
             f"the Flower run ended without finishing (flwr exit status {completed.returncode}); "

@@ -11,13 +11,9 @@ be the in-process engine's for the same seed, and every message's Flower bytes a
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -25,6 +21,7 @@ import torch
 from safetensors.torch import load_file
 
 from baselines.engine import FederatedSimulation
+from baselines.flower.local import LocalFederation
 from baselines.presets import preset_config
 from baselines.run_directory import RunDirectory
 from baselines.vt5_task import build_vt5_task
@@ -40,90 +37,11 @@ if not (FLOWER_BIN / "flower-superlink").exists():
                 allow_module_level=True)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_for_port(port: int, process: subprocess.Popen, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the SuperLink exited with {process.returncode}")
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.2)
-    raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout} s")
-
-
-@dataclass
-class Federation:
-    """A running SuperLink and its SuperNodes (process groups of this test)."""
-
-    root: Path
-    env: dict[str, str]
-    port: int
-    data: Path
-    superlink: subprocess.Popen | None = None
-    nodes: dict[str, subprocess.Popen] = field(default_factory=dict)
-
-    def start_superlink(self) -> None:
-        self.superlink = self._spawn("superlink", ["superlink", "--port", str(self.port)])
-        _wait_for_port(self.port, self.superlink)
-
-    def start_node(self, clients: str) -> None:
-        self.nodes[clients] = self._spawn(
-            f"supernode-{clients}",
-            ["supernode", "--client", clients, "--data", str(self.data),
-             "--superlink", f"127.0.0.1:{self.port}", "--port", str(_free_port())])
-
-    def kill_node(self, clients: str) -> None:
-        """SIGKILL a node's process group (a crash: no goodbye to the SuperLink)."""
-        process = self.nodes.pop(clients)
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
-
-    def train(self, out: Path, *options: str, timeout: float = 900.0
-              ) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [str(FLOWER_BIN / "pflkit"), "train", "--engine", "flower", "--federation",
-             "local-deployment", "--data", str(self.data), "--out", str(out), "--no-progress",
-             *options],
-            env=self.env, capture_output=True, text=True, timeout=timeout, check=False)
-
-    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:
-        log = open(self.root / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
-        return subprocess.Popen([str(FLOWER_BIN / "pflkit"), "flower", *args], env=self.env,
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-
-    def stop(self) -> None:
-        for process in [*self.nodes.values(), self.superlink]:
-            if process is not None and process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-        for process in [*self.nodes.values(), self.superlink]:
-            if process is None:
-                continue
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-
-
 @pytest.fixture
-def federation(tmp_path: Path, tiny_data: Path, tiny_base: Path) -> Iterator[Federation]:
-    env = {**os.environ, "FLWR_HOME": str(tmp_path / "flwr-home"), "OMP_NUM_THREADS": "1",
-           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "TOKENIZERS_PARALLELISM": "false"}
-    running = Federation(root=tmp_path, env=env, port=_free_port(), data=tiny_data)
-    try:
-        running.start_superlink()
-        for clients in NODE_CLIENTS:
-            running.start_node(clients)
+def federation(tmp_path: Path, tiny_data: Path) -> Iterator[LocalFederation]:
+    with LocalFederation(root=tmp_path / "federation", bin_dir=FLOWER_BIN, data=tiny_data) as running:
+        running.start(NODE_CLIENTS)
         yield running
-    finally:
-        running.stop()
 
 
 def _global(run: Path) -> dict[str, torch.Tensor]:
@@ -160,12 +78,12 @@ def _assert_same_run(flower: Path, in_process: Path) -> None:
     [("lora-nf4", ["--rounds", "2", "--local-epochs", "1"], {"rounds": 2, "local_epochs": 1}),
      ("dp-lora", ["--rounds", "1", "--epsilon", "4"], {"rounds": 1, "epsilon": 4.0})],
 )
-def test_deployment_reproduces_the_in_process_run(preset, flags, options, federation: Federation,
+def test_deployment_reproduces_the_in_process_run(preset, flags, options, federation: LocalFederation,
                                                   tiny_data: Path, tiny_base: Path,
                                                   tmp_path: Path) -> None:
     flower, in_process = tmp_path / "flower", tmp_path / "in-process"
     done = federation.train(flower, "--preset", preset, "--base", str(tiny_base),
-                            "--val-limit", "0", "--threads", "1", *flags)
+                            "--val-limit", "0", "--threads", "1", *flags, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     summary = json.loads(done.stdout[done.stdout.index("{"):])
     assert summary["engine"] == "flower"
@@ -203,7 +121,7 @@ def _wait_for(path: Path, lines: int, timeout: float = 300.0) -> None:
 
 
 def test_a_node_dying_mid_round_stops_the_run_and_resume_finishes_it(
-        federation: Federation, tiny_data: Path, tiny_base: Path, tmp_path: Path) -> None:
+        federation: LocalFederation, tiny_data: Path, tiny_base: Path, tmp_path: Path) -> None:
     """Policy `fail`: the crash is reported, the run keeps round 1; resumed, it ends as in-process."""
     flower, in_process = tmp_path / "flower", tmp_path / "in-process"
     options = {"rounds": 2, "local_epochs": 2, "clients_per_round": 3}
