@@ -50,12 +50,15 @@ class LocalFederation:
         bin_dir: Flower's environment's ``bin`` (``.venv-flower/bin``).
         data: the data directory every node reads its own clients' files from.
         base: the nodes' base checkpoint (``None``: the run's).
+        threads: torch threads of every process (``OMP_NUM_THREADS``), as ``--threads`` for
+            the in-process engine.
     """
 
     root: Path
     bin_dir: Path
     data: Path
     base: str | None = None
+    threads: int = 1
     port: int = field(default_factory=free_port)
     superlink: subprocess.Popen | None = None
     simulation: bool = False
@@ -65,6 +68,7 @@ class LocalFederation:
     def env(self) -> dict[str, str]:
         """The environment of every process (and of ``pflkit train --engine flower``)."""
         return {**os.environ, "FLWR_HOME": str(self.root / "flwr-home"),
+                "OMP_NUM_THREADS": str(self.threads), "MKL_NUM_THREADS": str(self.threads),
                 "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
                 "TOKENIZERS_PARALLELISM": "false"}
 
