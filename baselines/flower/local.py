@@ -1,8 +1,9 @@
 """A SuperLink and SuperNodes on this machine, as separate processes (tests and measurements).
 
-Each process is started by ``pflkit flower superlink|supernode`` from Flower's environment in a
-session (process group) of its own, so stopping it stops the ``flower-superexec`` and app
-processes it started. ``FLWR_HOME`` is the federation's own directory.
+Each process is started by ``pflkit flower superlink|supernode`` from Flower's environment;
+stopping it also stops the ``flower-superexec`` and app processes it started (found by parent
+id: Flower starts them in sessions of their own). ``FLWR_HOME`` is the federation's own
+directory.
 """
 
 from __future__ import annotations
@@ -39,6 +40,35 @@ def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 120.0) 
                 return
         time.sleep(0.2)
     raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout} s")
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process under ``pid`` (children first found, from ``/proc``; Linux).
+
+    Flower's SuperLink and SuperNode start ``flower-superexec`` in a session of its own, so
+    stopping a process group leaves it running; it is found here by parent id instead.
+    """
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, queue = [], [pid]
+    while queue:
+        for child in parents.get(queue.pop(), []):
+            found.append(child)
+            queue.append(child)
+    return found
+
+
+def _kill(pids: list[int], sig: signal.Signals) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
 
 
 @dataclass
@@ -96,7 +126,7 @@ class LocalFederation:
     def kill_node(self, clients: str) -> None:
         """SIGKILL a node's process group: a crash, no goodbye to the SuperLink."""
         process = self.nodes.pop(clients)
-        os.killpg(process.pid, signal.SIGKILL)
+        _kill([process.pid, *descendants(process.pid)], signal.SIGKILL)
         process.wait(timeout=30)
 
     def train(self, out: Path, *options: str, timeout: float = 1800.0
@@ -113,21 +143,22 @@ class LocalFederation:
     def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:
         with open(self.root / f"{name}.log", "ab") as log:
             return subprocess.Popen([str(self.bin_dir / "pflkit"), "flower", *args],
-                                    env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+                                    env=self.env, stdout=log, stderr=subprocess.STDOUT)
 
     def stop(self) -> None:
         """Stop every process (SIGTERM, then SIGKILL after 30 s)."""
         processes = [p for p in [*self.nodes.values(), self.superlink] if p is not None]
-        for process in processes:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
+        under = [pid for p in processes for pid in descendants(p.pid)]
+        _kill([p.pid for p in processes if p.poll() is None], signal.SIGTERM)
         for process in processes:
             try:
                 process.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
+                _kill([process.pid], signal.SIGKILL)
                 process.wait(timeout=30)
+        _kill(under, signal.SIGTERM)
+        time.sleep(1)
+        _kill([pid for pid in under if Path(f"/proc/{pid}").exists()], signal.SIGKILL)
         self.nodes.clear()
         self.superlink = None
 
