@@ -85,8 +85,9 @@ def test_deployment_reproduces_the_in_process_run(preset, flags, options, federa
     done = federation.train(flower, "--preset", preset, "--base", str(tiny_base),
                             "--val-limit", "0", "--threads", "1", *flags, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    summary = json.loads(done.stdout[done.stdout.index("{"):])
-    assert summary["engine"] == "flower"
+    summary = json.loads((flower / "flower_summary.json").read_text())
+    assert done.stdout.rstrip().endswith(json.dumps(summary, indent=2))
+    assert summary["engine"] == "flower" and summary["rounds"] == options["rounds"]
     _in_process(preset, options, tiny_data, tiny_base, in_process)
 
     _assert_same_run(flower, in_process)
