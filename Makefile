@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup demo test test-slow lint bench bench-api-fuzz clean
+.PHONY: setup flower-setup demo test test-slow lint bench bench-api-fuzz clean
 
 setup: $(STAMP)
 
@@ -27,6 +27,22 @@ $(STAMP): pyproject.toml
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 		|| echo "chromium could not be installed: the browser test will be skipped"; fi
 	touch $(STAMP)
+
+# Flower's engines in an environment of their own (flwr 1.41 pins fastapi 0.138, starlette 1.3,
+# uvicorn 0.49, rich 14 and protobuf < 7, which the main environment does not take): the kit
+# without its dev tools, plus flwr and ray. `pflkit train --engine flower` and
+# `pflkit flower superlink|supernode` run from `.venv-flower/bin/pflkit`.
+FLOWER_VENV := .venv-flower
+FLOWER_STAMP := $(FLOWER_VENV)/.installed
+
+flower-setup: $(FLOWER_STAMP)
+
+$(FLOWER_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(FLOWER_VENV)
+	$(FLOWER_VENV)/bin/pip install --quiet --upgrade pip
+	$(FLOWER_VENV)/bin/pip install --quiet torch==2.13.0
+	$(FLOWER_VENV)/bin/pip install --quiet -e '.[flower]' pytest pytest-timeout
+	touch $(FLOWER_STAMP)
 
 demo: setup
 	$(BIN)/python -m pflkit.demo --out $(DEMO_DIR)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -85,6 +85,22 @@ def _registry_options() -> list[click.Parameter]:
 @click.option("--threads", type=int,
               help="CPU threads of torch (1 is fastest for small models on a busy machine).")
 @click.option("--resume", is_flag=True, help="Continue the run in --out from its last completed round.")
+@click.option("--engine", type=click.Choice(["in-process", "flower", "flower-simulation"]),
+              default="in-process", show_default=True,
+              help="in-process: the kit's simulation; flower: Flower's deployment engine "
+                   "(SuperLink + SuperNodes, `pflkit flower --help`); flower-simulation: "
+                   "Flower's simulation engine (`pflkit flower superlink --simulation`, "
+                   "--federation local-simulation). Both need `make flower-setup`.")
+@click.option("--federation", default="local-deployment", show_default=True,
+              help="--engine flower: the SuperLink connection in $FLWR_HOME/config.toml "
+                   "(`pflkit flower superlink` writes `local-deployment`).")
+@click.option("--on-failure", type=click.Choice(["fail", "drop", "wait"]), default="fail",
+              show_default=True,
+              help="--engine flower: a SuperNode failing mid-round stops the run (resume later), "
+                   "is dropped from the round, or is waited for.")
+@click.option("--num-clients", type=int,
+              help="--engine flower: K when --data on this machine does not hold every "
+                   "client's file (default: counted from --data).")
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
 def train(
     preset: str | None,
@@ -96,6 +112,10 @@ def train(
     threads: int | None,
     no_progress: bool,
     quantize: str | None,
+    engine: str,
+    federation: str,
+    on_failure: str,
+    num_clients: int | None,
     **options: object,
 ) -> None:
     """Train a federated baseline and write its logs and submission.
@@ -168,6 +188,11 @@ def train(
             raise ValueError(
                 f"{out_dir} is not empty: pass --resume to continue that run or choose a new --out"
             )
+        if engine != "in-process":
+            _train_on_flower(config, run_dir, data_dir=data_dir, base=base, resume=resume,
+                             federation=federation, on_failure=on_failure,
+                             num_clients=num_clients, simulation=engine == "flower-simulation")
+            return
         task = build_vt5_task(
             data_dir,
             base,
@@ -197,6 +222,29 @@ def train(
             indent=2,
         )
     )
+
+
+def _train_on_flower(config: TrainConfig, run_dir: Any, *, data_dir: str, base: str,
+                     resume: bool, federation: str, on_failure: str,
+                     num_clients: int | None, simulation: bool) -> None:
+    """``pflkit train --engine flower``: write the run's configuration, ``flwr run`` the kit's
+    app on the SuperLink connection and print the ServerApp's summary."""
+    from baselines.flower.cli import flower_command, run_on_flower
+    from benchmark.data.reader import count_clients
+
+    flower_command("flwr")
+    if num_clients is None:
+        num_clients = count_clients(data_dir)
+    if config.clients_per_round > num_clients:
+        raise ValueError(
+            f"--clients-per-round {config.clients_per_round} exceeds the {num_clients} "
+            f"clients of the data; use at most {num_clients}"
+        )
+    run_dir.write_config(
+        {"config": config.to_dict(), "data": str(Path(data_dir).resolve()), "base": base})
+    summary = run_on_flower(federation=federation, out=run_dir.path, num_clients=num_clients,
+                            on_failure=on_failure, resume=resume, simulation=simulation)
+    click.echo(json.dumps(summary, indent=2))
 
 
 def _resumed_config(saved: TrainConfig, requested: TrainConfig,

@@ -272,11 +272,13 @@ class FederatedSimulation:
             yield client
 
     def fit_round(self, federated_round: int, clients: list[int],
-                  broadcast: EncodedMessage) -> list[ClientReply]:
+                  broadcast: EncodedMessage) -> list[ClientReply | None]:
         """Every sampled client's reply to the broadcast, in the order of ``clients``.
 
         In process: each client's :meth:`FederatedClient.fit` in turn. Another engine (the Flower
-        ``ServerApp``) overrides this to send the broadcast to the clients' nodes instead.
+        ``ServerApp``) overrides this to send the broadcast to the clients' nodes instead; it
+        answers ``None`` for a client it dropped (its node failed and the run's policy is to
+        drop): the broadcast is logged, the round aggregates the others' updates.
         """
         return [self.clients.fit(federated_round, client, broadcast) for client in clients]
 
@@ -289,14 +291,26 @@ class FederatedSimulation:
         log_start = len(self.channel.log.records)
         broadcast = server.broadcast(weights)
         results: list[ClientUpdate] = []
+        dropped: list[int] = []
         for client, reply in zip(clients, self.fit_round(federated_round, clients, broadcast),
                                  strict=True):
+            if reply is None:
+                server.lost(federated_round, client, broadcast)
+                dropped.append(client)
+                continue
             timing["client_training"] += reply.seconds
             results.append(server.receive(federated_round, client, broadcast, reply.message,
                                           reply.num_examples, reply.metrics))
+        if not results:
+            raise RuntimeError(
+                f"round {federated_round}: every sampled client ({clients}) was dropped; the "
+                f"run stays at round {federated_round - 1} (continue it with --resume)"
+            )
         weights = server.aggregate(federated_round, weights, results)
         set_values(self.model, self.parameters, weights)
         row = server.round_row(federated_round, clients, results, log_start)
+        if dropped:
+            row["dropped"] = dropped
         if self.task.evaluate is not None:
             tic = time.perf_counter()
             scores = self.task.evaluate(self.method.inference_model(self.model))

@@ -68,6 +68,11 @@ class FederatedServer:
                                      receiver=SERVER)
         return ClientUpdate(delta, num_examples, metrics)
 
+    def lost(self, federated_round: int, client: int, broadcast: EncodedMessage) -> None:
+        """Log the downlink of a client that never answered (dropped from the round)."""
+        self.channel.record(broadcast, federated_round=federated_round, sender=SERVER,
+                            receiver=client)
+
     def aggregate(self, federated_round: int, weights: dict[str, torch.Tensor],
                   results: Sequence[ClientUpdate]) -> dict[str, torch.Tensor]:
         """The next global weights (the strategy's ``aggregate_fit``)."""

@@ -27,8 +27,10 @@ def build_vt5_task(
     val_limit: int | None = None,
     eval_batch_size: int = 32,
     progress: bool = True,
+    clients: Sequence[int] | None = None,
+    num_clients: int | None = None,
 ) -> FederatedTask:
-    """The VT5 federation of a data directory.
+    """The VT5 federation of a data directory, or one party's view of it.
 
     Args:
         data_dir: a PFL-DocVQA data directory (``imdb_train_client_{k}.npy`` and ``imdb_val.npy``).
@@ -36,6 +38,11 @@ def build_vt5_task(
         val_limit: evaluate on the first N validation questions (``None``: all; 0: no evaluation).
         eval_batch_size: questions per evaluation batch.
         progress: progress bars while tokenising.
+        clients: read only these clients' training files (a node of a deployed federation
+            holds its own client's files only); the others' entries of ``client_data`` are
+            ``None``. ``None``: every client.
+        num_clients: K when ``clients`` is given and the directory holds only some clients'
+            files (``None``: counted from the directory).
 
     Returns:
         The task.
@@ -49,8 +56,12 @@ def build_vt5_task(
 
     checkpoint = resolve_checkpoint(base)
     processor = load_processor(checkpoint)
-    num_clients = count_clients(data_dir)
-    for client in range(num_clients):
+    if num_clients is None:
+        num_clients = count_clients(data_dir)
+    held = range(num_clients) if clients is None else sorted(set(clients))
+    for client in held:
+        if not 0 <= client < num_clients:
+            raise ValueError(f"client {client} is not in 0..{num_clients - 1}")
         find_split(data_dir, "train", client)
     evaluate = None
     val_size = 0
@@ -62,12 +73,12 @@ def build_vt5_task(
         val = processor.encode_dataset(val, progress=False)
         val_size = len(val)
         evaluate = _evaluator(processor, val, eval_batch_size)
-    clients = []
-    for client in range(num_clients):
+    client_data: list[Any] = [None] * num_clients
+    for client in held:
         data = load_split(data_dir, "train", client)
         if len(data) == 0:
             raise ValueError(f"client {client} of {data_dir} has no training question")
-        clients.append(processor.encode_dataset(data, progress=False))
+        client_data[client] = processor.encode_dataset(data, progress=False)
 
     images = PageImages(processor) if processor.use_visual else None
 
@@ -83,13 +94,13 @@ def build_vt5_task(
     return FederatedTask(
         build_model=lambda: load_model(checkpoint),
         collate=collate,
-        client_data=clients,
+        client_data=client_data,
         evaluate=evaluate,
         save_model=save_model,
         info={
             "data_dir": str(Path(data_dir).resolve()),
             "base": str(base),
-            "train_questions": [len(c) for c in clients],
+            "train_questions": [None if c is None else len(c) for c in client_data],
             "val_questions": val_size,
         },
         length_column="n_tokens",

@@ -18,6 +18,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("benchmark.pretraining.cli", "pretrain"),
     ("benchmark.model.cli", "model"),
     ("baselines.cli", "train"),
+    ("baselines.flower.cli", "flower"),
     ("accountant.cli", "dp"),
     ("pflkit.serve", "serve"),
     ("evaluator.cli", "worker"),

@@ -1,0 +1,114 @@
+"""The kit's messages as Flower records, and Flower's own bytes around them.
+
+A broadcast or an update travels as one ``ConfigRecord`` whose ``payload`` is the kit's encoded
+message (:class:`~baselines.wire.EncodedMessage`, a safetensors file) byte for byte, beside the
+few fields the receiver needs to decode and log it. What Flower adds (the message's metadata, the
+record and the object tree it sends the content as) is measured by deflating the message the way
+Flower does before sending (:func:`flower_bytes`), not estimated.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from baselines.client import ClientReply
+from baselines.wire import EncodedMessage
+
+if TYPE_CHECKING:
+    from flwr.app import Message, RecordDict
+
+#: record names of a message's content.
+WIRE = "wire"
+REPLY = "reply"
+METRICS = "metrics"
+
+
+def wire_record(message: EncodedMessage, names: tuple[str, ...]) -> dict[str, object]:
+    """The fields of a ``ConfigRecord`` carrying ``message`` (payload unchanged).
+
+    ``names`` is the run's communicated set, which both ends know: the tensor names are sent
+    only when the message carries another set, so a message's Flower bytes are its payload plus
+    Flower's framing and a few dozen bytes of fields.
+    """
+    record: dict[str, object] = {
+        "payload": message.payload,
+        "data_bytes": message.data_bytes,
+        "format": message.format,
+        "official_logger_bytes": message.official_logger_bytes,
+    }
+    if tuple(message.names) != tuple(names):
+        record["names"] = list(message.names)
+    return record
+
+
+def encoded_message(record: dict[str, object], names: tuple[str, ...]) -> EncodedMessage:
+    """The kit's message back from the fields of :func:`wire_record`."""
+    return EncodedMessage(
+        payload=bytes(record["payload"]),  # type: ignore[arg-type]
+        data_bytes=int(record["data_bytes"]),  # type: ignore[arg-type]
+        names=tuple(record.get("names", names)),  # type: ignore[arg-type]
+        format=str(record["format"]),
+        official_logger_bytes=int(record["official_logger_bytes"]),  # type: ignore[arg-type]
+    )
+
+
+def broadcast_content(message: EncodedMessage, names: tuple[str, ...], federated_round: int,
+                      clients: list[int]) -> RecordDict:
+    """A train message's content: the broadcast and the clients of the node to train."""
+    from flwr.app import ConfigRecord, RecordDict
+
+    return RecordDict({
+        WIRE: ConfigRecord(wire_record(message, names)),
+        "round": ConfigRecord({"round": federated_round, "clients": clients}),
+    })
+
+
+def reply_content(replies: dict[int, ClientReply], names: tuple[str, ...],
+                  setup_seconds: float) -> RecordDict:
+    """A node's answer: per client, its encoded update, weight, training time and metrics.
+
+    ``setup_seconds`` is the time the node's app spent building its party in this process
+    (model, data) before training: 0 when it was already built.
+    """
+    from flwr.app import ConfigRecord, MetricRecord, RecordDict
+
+    content = RecordDict()
+    for client, reply in replies.items():
+        content[f"{WIRE}.{client}"] = ConfigRecord(wire_record(reply.message, names))
+        content[f"{REPLY}.{client}"] = ConfigRecord(
+            {"num_examples": reply.num_examples, "seconds": reply.seconds,
+             "setup_seconds": setup_seconds})
+        content[f"{METRICS}.{client}"] = MetricRecord(
+            {key: float(value) for key, value in reply.metrics.items()})
+    return content
+
+
+def client_reply(content: RecordDict, client: int,
+                 names: tuple[str, ...]) -> tuple[ClientReply, float]:
+    """Client ``client``'s reply from a node's answer, and the node's setup seconds.
+
+    Raises:
+        ValueError: the answer has no update of that client.
+    """
+    key = f"{WIRE}.{client}"
+    if key not in content:
+        raise ValueError(f"the node's answer has no update of client {client}")
+    reply = content[f"{REPLY}.{client}"]
+    return ClientReply(
+        message=encoded_message(dict(content[key]), names),
+        num_examples=int(reply["num_examples"]),
+        metrics={key: float(value) for key, value in content[f"{METRICS}.{client}"].items()},
+        seconds=float(reply["seconds"]),
+    ), float(reply.get("setup_seconds", 0.0))
+
+
+def flower_bytes(message: Message) -> int:
+    """Bytes of ``message`` as Flower sends it: the message object and every nested object.
+
+    Flower (1.2x and later) deflates a message into an object tree (the message, its
+    ``RecordDict``, each record, each array chunk) and pushes each object's bytes; this is the
+    sum of those bytes. The HTTP/2 and TLS framing of the transport come on top.
+    """
+    from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects
+
+    return sum(len(obj.deflate()) for obj in get_all_nested_objects(message).values())

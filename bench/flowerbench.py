@@ -1,0 +1,136 @@
+"""The same run on the kit's in-process engine, Flower's deployment engine and Flower's simulation.
+
+Runs one configuration three times from Flower's environment (``make flower-setup``):
+
+- in process: ``pflkit train`` (the default engine);
+- deployment: a SuperLink and SuperNodes on 127.0.0.1 as separate processes
+  (:class:`baselines.flower.local.LocalFederation`), ``pflkit train --engine flower``;
+- simulation: ``pflkit train --engine flower-simulation``: the same app on Flower's simulation
+  engine (a SuperLink started with ``--simulation`` runs one ``ClientApp`` per client on Ray).
+
+It prints, per engine: the command's wall time end to end, the round loop's wall time and its
+client-training time (as the run directory records them), whether the communication log equals
+the in-process one, the largest difference of the final global weights, and Flower's bytes per
+message beside the payload (``RUN_DIR/flower_messages.jsonl``).
+
+Usage: ``.venv-flower/bin/python -m bench.flowerbench --data DIR --out DIR [--preset P]
+[--nodes 0-3,4-6,7-9] [train options after --]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file
+
+from baselines.flower.local import LocalFederation
+
+
+def _global(run: Path) -> dict[str, torch.Tensor]:
+    latest = json.loads((run / "state" / "latest.json").read_text())
+    return load_file(run / "state" / latest["dir"] / "global.safetensors")
+
+
+def _summary(run: Path, seconds: float, reference: Path | None) -> dict[str, Any]:
+    metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    row: dict[str, Any] = {
+        "command_seconds": round(seconds, 1),
+        "loop_wall_seconds": round(metrics[-1]["wall_seconds"], 1),
+        "client_training_seconds": round(metrics[-1]["client_training_seconds"], 1),
+    }
+    row["loop_wall_over_training"] = round(
+        row["loop_wall_seconds"] / max(row["client_training_seconds"], 1e-9), 2)
+    messages = run / "flower_messages.jsonl"
+    if messages.exists():
+        rows = [json.loads(line) for line in messages.read_text().splitlines()]
+        down = [r["framing_bytes"] for r in rows if r["sender"] == -1]
+        up = [r["framing_bytes"] for r in rows if r["sender"] != -1]
+        row["framing_bytes_down"] = statistics.median(down)
+        row["framing_bytes_up"] = statistics.median(up)
+        row["payload_bytes"] = rows[0]["payload_bytes"]
+        row["node_setup_seconds"] = round(sum(r.get("setup_seconds", 0.0) for r in rows), 1)
+    if reference is not None:
+        row["log_equal"] = ((run / "communication_log.jsonl").read_text()
+                            == (reference / "communication_log.jsonl").read_text())
+        first, second = _global(reference), _global(run)
+        row["max_weight_difference"] = max(
+            float((first[name] - second[name]).abs().max()) for name in first)
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", required=True, type=Path)
+    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--preset", default="lora-nf4")
+    parser.add_argument("--base", default="base")
+    parser.add_argument("--nodes", default="0-3,4-6,7-9",
+                        help="SuperNode client groups, separated by ';' (or by ',' when each "
+                             "group is one id or one range, as 0-3,4-6,7-9)."
+                             "ranges).")
+    parser.add_argument("--engines", default="in-process,deployment,simulation")
+    parser.add_argument("train_options", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    extra = [o for o in args.train_options if o != "--"]
+    pflkit = str(Path(sys.executable).parent / "pflkit")
+    common = ["--preset", args.preset, "--base", args.base, "--data", str(args.data),
+              "--no-progress", "--threads", "1", *extra]
+    args.out.mkdir(parents=True, exist_ok=True)
+    results: dict[str, dict[str, Any]] = {}
+    engines = args.engines.split(",")
+    reference = args.out / "in-process"
+    if "in-process" in engines:
+        shutil.rmtree(reference, ignore_errors=True)
+        tic = time.perf_counter()
+        subprocess.run([pflkit, "train", *common, "--out", str(reference)], check=True,
+                       stdout=subprocess.DEVNULL)
+        results["in-process"] = _summary(reference, time.perf_counter() - tic, None)
+        print(json.dumps({"in-process": results["in-process"]}), flush=True)
+    reference_or_none = reference if reference.exists() else None
+    if "deployment" in engines:
+        run = args.out / "deployment"
+        shutil.rmtree(run, ignore_errors=True)
+        groups = args.nodes.split(";") if ";" in args.nodes else args.nodes.split(",")
+        with LocalFederation(root=args.out / "federation", bin_dir=Path(sys.executable).parent,
+                             data=args.data) as federation:
+            federation.start(tuple(groups))
+            tic = time.perf_counter()
+            done = federation.train(run, "--preset", args.preset, "--base", args.base,
+                                    "--threads", "1", *extra)
+            seconds = time.perf_counter() - tic
+        if done.returncode != 0:
+            raise SystemExit(done.stdout[-3000:] + done.stderr[-3000:])
+        results["deployment"] = _summary(run, seconds, reference_or_none)
+        print(json.dumps({"deployment": results["deployment"]}), flush=True)
+    if "simulation" in engines:
+        run = args.out / "simulation"
+        shutil.rmtree(run, ignore_errors=True)
+        with LocalFederation(root=args.out / "simulation-link", bin_dir=Path(sys.executable).parent,
+                             data=args.data) as federation:
+            federation.start(simulation=True)
+            tic = time.perf_counter()
+            done = federation.train(run, "--preset", args.preset, "--base", args.base,
+                                    "--threads", "1", *extra)
+            seconds = time.perf_counter() - tic
+        if done.returncode != 0:
+            raise SystemExit(done.stdout[-3000:] + done.stderr[-3000:])
+        if not (run / "flower_summary.json").exists():
+            raise SystemExit("the simulation ended without a summary")
+        results["simulation"] = _summary(run, seconds, reference_or_none)
+        print(json.dumps({"simulation": results["simulation"]}), flush=True)
+    print(json.dumps({"preset": args.preset, "options": extra, "torch_threads": 1,
+                      "omp": os.environ.get("OMP_NUM_THREADS"), **results}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
