@@ -55,7 +55,7 @@ class CanaryAudit:
         *,
         batch_size: int = 32,
         device: Any = "cpu",
-        attack: str = "secret",
+        attack: str = "question",
     ) -> None:
         if attack not in ATTACKS:
             raise ValueError(f"attack must be one of {', '.join(ATTACKS)}, not {attack!r}")
