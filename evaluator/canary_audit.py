@@ -104,6 +104,39 @@ class CanaryAudit:
         return load_processor(self.reference_dir)
 
     @cached_property
+    def _batches(self) -> list[tuple[list[int], dict[str, Any], list[str] | None]]:
+        """The probes encoded once per process, in batches of similar length (less padding):
+        (probe indexes, model inputs with labels, page names or None without images)."""
+        _, _, probes = self._canaries
+        processor = self._processor
+        order = sorted(range(len(probes)), key=lambda i: len(probes[i]["ocr_tokens"]))
+        batches = []
+        for start in range(0, len(order), self.batch_size):
+            chosen = order[start : start + self.batch_size]
+            rows = [probes[i] for i in chosen]
+            encoded = processor.encode_batch(
+                [r["question"] for r in rows], [r["ocr_tokens"] for r in rows],
+                [r["ocr_normalized_boxes"] for r in rows],
+            )  # fmt: skip
+            features = [{"input_ids": ids, "input_boxes": boxes} for ids, boxes
+                        in zip(encoded["input_ids"], encoded["input_boxes"], strict=True)]  # fmt: skip
+            inputs = processor.collate(features, with_images=False)
+            inputs["labels"] = processor.labels_tensor(
+                [r["answers"] if isinstance(r["answers"], str) else r["answers"][0] for r in rows]
+            )
+            names = [r["image_name"] for r in rows] if processor.use_visual else None
+            batches.append((chosen, inputs, names))
+        return batches
+
+    @cached_property
+    def _pages(self) -> dict[str, Any]:
+        """Each probed page's pixels, loaded once per process (pages are shared by probes)."""
+        _, _, probes = self._canaries
+        images = self.directory / "images"
+        names = sorted({p["image_name"] for p in probes})
+        return {n: self._processor.load_image(images / f"{n}.jpg") for n in names}
+
+    @cached_property
     def _base_loglik(self) -> Any:
         """The reference model's log-likelihood of every probe's answer (once per process)."""
         from benchmark.model import load_model
@@ -125,22 +158,13 @@ class CanaryAudit:
         import torch
 
         _, _, probes = self._canaries
-        processor = self._processor
-        images = self.directory / "images"
         device = next(model.parameters()).device
-        values: list[float] = []
+        values = np.zeros(len(probes), dtype=float)
         with torch.inference_mode():
-            for start in range(0, len(probes), self.batch_size):
-                rows = probes[start : start + self.batch_size]
-                batch = processor(
-                    [r["question"] for r in rows],
-                    [r["ocr_tokens"] for r in rows],
-                    [r["ocr_normalized_boxes"] for r in rows],
-                    images=[images / f"{r['image_name']}.jpg" for r in rows],
-                    answers=[r["answers"] if isinstance(r["answers"], str) else r["answers"][0]
-                             for r in rows],
-                )  # fmt: skip
-                batch = {name: tensor.to(device) for name, tensor in batch.items()}
+            for chosen, encoded, names in self._batches:
+                batch = {name: tensor.to(device) for name, tensor in encoded.items()}
+                if names is not None:
+                    batch["pixel_values"] = torch.stack([self._pages[n] for n in names]).to(device)
                 logits = model(**batch).logits.float()
                 labels = batch["labels"]
                 mask = labels != -100
@@ -149,8 +173,8 @@ class CanaryAudit:
                     .gather(-1, labels.clamp(min=0).unsqueeze(-1))
                     .squeeze(-1)
                 )
-                values += (picked * mask).sum(dim=1).tolist()
-        return np.asarray(values, dtype=float)
+                values[chosen] = (picked * mask).sum(dim=1).cpu().numpy()
+        return values
 
     def prepare(self) -> None:
         """Load the canaries and compute the base model's log-likelihoods ahead of the first
