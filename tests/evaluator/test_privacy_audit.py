@@ -87,6 +87,7 @@ def runner(settings, canary_benchmark: Path) -> JobRunner:  # type: ignore[no-un
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_a_false_epsilon_1_claim_is_contradicted_and_an_honest_one_is_not(
     runner: JobRunner, teams: dict, canary_benchmark: Path, tmp_path: Path
