@@ -168,6 +168,17 @@ class Submission(Base):
     personal_clients: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
     personal_report: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
+    # The one-run privacy audit with the benchmark's canary providers (every track): the
+    # epsilon lower bound at 95% confidence, the attack's AUC and TPR at a low FPR, its cost,
+    # whether a privacy claim is below the bound, and the report (or why it was skipped).
+    audit_epsilon: Mapped[float | None] = mapped_column(Float, nullable=True)
+    audit_auc: Mapped[float | None] = mapped_column(Float, nullable=True)
+    audit_tpr: Mapped[float | None] = mapped_column(Float, nullable=True)
+    audit_fpr: Mapped[float | None] = mapped_column(Float, nullable=True)
+    audit_seconds: Mapped[float | None] = mapped_column(Float, nullable=True)
+    audit_contradicted: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    audit_report: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+
     hidden: Mapped[bool] = mapped_column(Boolean, default=False)
     disqualified_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
 
@@ -321,6 +332,17 @@ class ResultsPublic(BaseModel):
         default=None, description="track 3: per client n, personal_anls, global_anls"
     )
     personal_report: dict[str, Any] | None = None
+    audit_epsilon: float | None = Field(
+        default=None, description="privacy audit: empirical epsilon lower bound (95% confidence)"
+    )
+    audit_auc: float | None = None
+    audit_tpr: float | None = Field(default=None, description="privacy audit: TPR at audit_fpr")
+    audit_fpr: float | None = None
+    audit_seconds: float | None = None
+    audit_contradicted: bool | None = Field(
+        default=None, description="the privacy claim's epsilon is below the audit's lower bound"
+    )
+    audit_report: dict[str, Any] | None = None
     scoring_seconds: float | None = None
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from benchmark.tracks import get_track
 from evaluator import crud
+from evaluator.canary_audit import CanaryAudit, contradicted
 from evaluator.core.config import Settings
 from evaluator.core.db import session_scope
 from evaluator.federation import federation_of
@@ -90,9 +91,17 @@ class JobRunner:
         settings: the service settings (database, storage, data, limits).
         queue: the task queue, used to schedule retries.
         scorer: the test-split scorer (built from the settings when omitted).
+        auditor: the privacy audit with the benchmark's canaries (built from the settings and
+            the scorer's reference model when omitted).
     """
 
-    def __init__(self, settings: Settings, queue: TaskQueue, scorer: Scorer | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        queue: TaskQueue,
+        scorer: Scorer | None = None,
+        auditor: CanaryAudit | None = None,
+    ) -> None:
         if settings.data_dir is None:
             raise ValueError(
                 "the worker needs the benchmark directory: pass --data DIR "
@@ -102,6 +111,11 @@ class JobRunner:
         self.queue = queue
         self.store = SubmissionStore(settings.storage_dir)
         self.scorer = scorer or Scorer.from_settings(settings)
+        self.auditor = auditor or CanaryAudit(
+            settings.data_dir, lambda: self.scorer.reference_dir,
+            batch_size=settings.batch_size, device=lambda: self.scorer.device,
+            attack=settings.audit_attack,
+        )  # fmt: skip
         #: scoring steps of the parts only some tracks need (``benchmark.tracks``), keyed by
         #: part: each reads its stored file and returns result columns. They run after the
         #: checks every track shares and before the costly test-set scoring, which scores
@@ -279,7 +293,27 @@ class JobRunner:
             n_out=scores.n_out,
             scoring_seconds=scores.seconds,
         )
+        values.update(self._audit(model_path, values.get("epsilon"), values.get("delta")))
         return values
+
+    def _audit(
+        self, model_path: Path, epsilon: float | None, delta: float | None
+    ) -> dict[str, Any]:
+        """The one-run privacy audit of the submitted model (every track; skipped, and said
+        so, when the benchmark has no canaries), and whether it contradicts the claim."""
+        if not self.auditor.available:
+            return self.auditor.audit(None, delta)
+        model = self.scorer.build_model(model_path).to(self.scorer.device)
+        columns = self.auditor.audit(model, delta)
+        del model
+        flagged = contradicted(epsilon, columns["audit_epsilon"])
+        columns["audit_contradicted"] = flagged if epsilon is not None else None
+        if flagged:
+            columns["audit_report"]["flag"] = (
+                f"claimed epsilon {epsilon:g} is below the audit's lower bound "
+                f"{columns['audit_epsilon']:.3f} (95% confidence): contradicted by audit"
+            )
+        return columns
 
     def _bind(
         self,
@@ -480,8 +514,9 @@ def run_worker(settings: Settings, *, parent_pid: int | None = None) -> None:
     runner = JobRunner(settings, queue)
     started = time.perf_counter()
     runner.scorer.prepare()
+    runner.auditor.prepare()
     logger.info(
-        "worker ready in %.1f s (test split and reference model loaded)",
+        "worker ready in %.1f s (test split, reference model and canary baseline loaded)",
         time.perf_counter() - started,
     )
     install_handler(runner)

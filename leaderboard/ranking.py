@@ -59,6 +59,9 @@ class Row:
         global_unseen_anls: the global model's ANLS on the unseen providers.
         personal_clients: per-client figures (``client``, ``n``, ``personal_anls``,
             ``global_anls``) for the track-3 plot; not exported.
+        audit_epsilon: the privacy audit's empirical epsilon lower bound (95% confidence).
+        audit_contradicted: the claim's epsilon is below that bound: shown as "contradicted by
+            audit" (a statistical test; the claim stays ranked, the organisers decide).
         hidden: hidden by the organisers.
         disqualified_reason: set when the organisers disqualified the submission.
     """
@@ -83,6 +86,8 @@ class Row:
     personal_worst_anls: float | None = None
     global_unseen_anls: float | None = None
     personal_clients: tuple[dict[str, Any], ...] | None = None
+    audit_epsilon: float | None = None
+    audit_contradicted: bool | None = None
     hidden: bool = False
     disqualified_reason: str | None = None
 
@@ -107,6 +112,8 @@ class Row:
             "personal_anls_std": self.personal_anls_std,
             "personal_worst_anls": self.personal_worst_anls,
             "global_unseen_anls": self.global_unseen_anls,
+            "audit_epsilon": self.audit_epsilon,
+            "audit_contradicted": self.audit_contradicted,
         }
 
 

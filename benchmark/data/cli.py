@@ -31,6 +31,21 @@ def data() -> None:
     help="Rendering processes (default: up to 4).",
 )
 @click.option("--overwrite", is_flag=True, help="Replace a non-empty --out directory.")
+@click.option(
+    "--canaries",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Canary providers for the evaluator's privacy audit: each joins a client's training "
+    "data on a secret fair coin (kept in evaluator/ only) or is held out (0: none).",
+)
+@click.option(
+    "--canary-documents",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Training invoices of each canary provider.",
+)
 def generate(
     out: str,
     scale: str,
@@ -38,8 +53,11 @@ def generate(
     public_documents: int | None,
     workers: int | None,
     overwrite: bool,
+    canaries: int,
+    canary_documents: int,
 ) -> None:
-    """Write DIR/participant, DIR/evaluator, DIR/public and DIR/benchmark.json."""
+    """Write DIR/participant, DIR/evaluator, DIR/public and DIR/benchmark.json (with
+    --canaries M, also the audit's coins and probes under DIR/evaluator/)."""
     import time
 
     from benchmark.data.errors import DataError
@@ -54,6 +72,8 @@ def generate(
             public_documents=public_documents,
             workers=workers,
             overwrite=overwrite,
+            canaries=canaries,
+            canary_documents=canary_documents,
         )
     except DataError as error:
         raise click.ClickException(str(error)) from error
@@ -86,8 +106,13 @@ def stats(data_dir: str, as_json: bool) -> None:
 
 @data.command()
 @click.argument("data_dir", type=click.Path(exists=True, file_okay=False))
-@click.option("--run", "run_dir", required=True, type=click.Path(exists=True, file_okay=False),
-              help="The organisers' finished `fedavg` run (its checkpoint/ is scored on test).")
+@click.option(
+    "--run",
+    "run_dir",
+    required=True,
+    type=click.Path(exists=True, file_okay=False),
+    help="The organisers' finished `fedavg` run (its checkpoint/ is scored on test).",
+)
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a sentence.")
 def threshold(data_dir: str, run_dir: str, batch_size: int, as_json: bool) -> None:
@@ -116,17 +141,25 @@ def threshold(data_dir: str, run_dir: str, batch_size: int, as_json: bool) -> No
             "organisers' `fedavg` baseline"
         )
     model, processor, dataset = load_for_scoring(str(run / "checkpoint"), data_dir, "test")
-    result = evaluate(model, processor, dataset, batch_size=batch_size,
-                      cache_dir=default_cache_dir())
+    result = evaluate(
+        model, processor, dataset, batch_size=batch_size, cache_dir=default_cache_dir()
+    )
     saved_config = run / "config.json"
     base = json.loads(saved_config.read_text())["base"] if saved_config.is_file() else "base"
     base_dir = BASE_MODEL_DIR if base == "base" else Path(base)
-    provenance = {"run": str(run), "rounds": submission.get("rounds"), "base": base,
-                  "base_sha256": base_model_digest(base_dir)}
+    provenance = {
+        "run": str(run),
+        "rounds": submission.get("rounds"),
+        "base": base,
+        "base_sha256": base_model_digest(base_dir),
+    }
     value = write_threshold(data_dir, result.anls, provenance)
     if as_json:
-        click.echo(json.dumps({"track1_threshold": value, "fedavg_test_anls": result.anls,
-                               "n": result.n}))
+        click.echo(
+            json.dumps({"track1_threshold": value, "fedavg_test_anls": result.anls, "n": result.n})
+        )
     else:
-        click.echo(f"fedavg test ANLS {result.anls:.4f} on {result.n} questions: "
-                   f"track1_threshold {value:.4f} written to {Path(data_dir) / 'benchmark.json'}")
+        click.echo(
+            f"fedavg test ANLS {result.anls:.4f} on {result.n} questions: "
+            f"track1_threshold {value:.4f} written to {Path(data_dir) / 'benchmark.json'}"
+        )

@@ -9,6 +9,7 @@ and moved into place at the end, so an interrupted run leaves nothing half-writt
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pickle
@@ -22,6 +23,14 @@ from typing import Any
 
 from benchmark.data.errors import DataError
 from benchmark.data.imdb import write_bytes, write_data_points, write_imdb
+from benchmark.data.synthetic.canaries import (
+    COINS_FILE,
+    DEFAULT_CANARY_DOCUMENTS,
+    PROBES_FILE,
+    CanaryPlan,
+    canary_probes,
+    plan_canaries,
+)
 from benchmark.data.synthetic.identities import PFL_TRADES, Company, make_company, unique_names
 from benchmark.data.synthetic.invoice import (
     INVOICE_QUESTION_WEIGHTS,
@@ -46,7 +55,7 @@ class Provider:
     company: Company
     template: InvoiceTemplate
     client: int  # -1 for providers unseen in training
-    out_split: str  # "" for training providers, "val" or "test" for unseen ones
+    out_split: str  # "" for training providers, "val" or "test" for unseen ones, "canary"
 
 
 @dataclass(frozen=True)
@@ -56,7 +65,7 @@ class InvoiceJob:
     seed: int
     provider: Provider
     document_id: str
-    split: str  # "train", "val" or "test"
+    split: str  # "train", "val", "test" or "canary" (a held-out canary's, organisers only)
     distribution: str  # "in", "out" or "" (train)
     images_dir: str
     scale: Scale
@@ -105,9 +114,20 @@ def plan_providers(scale: Scale, seed: int) -> list[Provider]:
 
 
 def plan_invoices(
-    scale: Scale, seed: int, providers: list[Provider], root: Path
+    scale: Scale,
+    seed: int,
+    providers: list[Provider],
+    root: Path,
+    fixed_counts: dict[str, int] | None = None,
 ) -> list[InvoiceJob]:
-    """One job per invoice, in the order records are written (clients, val, test)."""
+    """One job per invoice, in the order records are written (clients, val, test), then the
+    held-out canaries' invoices.
+
+    Args:
+        fixed_counts: invoices per provider id for the canaries (drawn without the plan's
+            random generator, so an ordinary provider's count depends only on its place).
+    """
+    fixed_counts = fixed_counts or {}
     rng = random.Random(f"{seed}:plan-documents")
     participant_images = str(root / "participant" / "images")
     evaluator_images = str(root / "evaluator" / "images")
@@ -116,19 +136,25 @@ def plan_invoices(
     def job(provider: Provider, split: str, distribution: str) -> InvoiceJob:
         nonlocal counter
         counter += 1
-        images = evaluator_images if split == "test" else participant_images
+        images = evaluator_images if split in ("test", "canary") else participant_images
         return InvoiceJob(seed, provider, f"doc{counter:06d}", split, distribution, images, scale)
 
     jobs: list[InvoiceJob] = []
     training = [p for p in providers if p.client >= 0]
     for provider in training:
-        mean = scale.documents_per_provider[provider.client]
-        count = 1 + min(round(rng.expovariate(1 / (mean - 1))) if mean > 1 else 0, int(4 * mean))
+        count = fixed_counts.get(provider.company.provider_id)
+        if count is None:
+            mean = scale.documents_per_provider[provider.client]
+            draw = round(rng.expovariate(1 / (mean - 1))) if mean > 1 else 0
+            count = 1 + min(draw, int(4 * mean))
         jobs += [job(provider, "train", "") for _ in range(count)]
     for split, in_count in (("val", scale.val_in_documents), ("test", scale.test_in_documents)):
         jobs += [job(rng.choice(training), split, "in") for _ in range(in_count)]
         for provider in (p for p in providers if p.out_split == split):
             jobs += [job(provider, split, "out") for _ in range(scale.out_documents_per_provider)]
+    for provider in (p for p in providers if p.out_split == "canary"):
+        count = fixed_counts[provider.company.provider_id]
+        jobs += [job(provider, "canary", "") for _ in range(count)]
     return jobs
 
 
@@ -181,6 +207,8 @@ def generate_benchmark(
     workers: int | None = None,
     overwrite: bool = False,
     progress: bool = True,
+    canaries: int = 0,
+    canary_documents: int = DEFAULT_CANARY_DOCUMENTS,
 ) -> dict[str, Any]:
     """Write a synthetic benchmark directory: participant/, evaluator/, public/ and benchmark.json.
 
@@ -192,6 +220,10 @@ def generate_benchmark(
         workers: rendering processes (default: up to 4, at most the CPU count); 1 renders inline.
         overwrite: replace an existing non-empty `out`.
         progress: show progress bars.
+        canaries: M canary providers for the privacy audit (0: none, and the bytes are those
+            of a benchmark generated without the option); see
+            :mod:`benchmark.data.synthetic.canaries`.
+        canary_documents: training invoices of each canary.
 
     Returns:
         The content of benchmark.json.
@@ -207,6 +239,8 @@ def generate_benchmark(
     n_public = scale.public_documents if public_documents is None else public_documents
     if n_public < 0:
         raise ValueError("public_documents must be >= 0.")
+    if canaries < 0 or canary_documents < 1:
+        raise ValueError("canaries must be >= 0 and canary_documents >= 1.")
     out = Path(out).resolve()
     if out.exists() and any(out.iterdir()) and not overwrite:
         raise DataError(f"{out} exists and is not empty; choose another --out or pass --overwrite.")
@@ -215,7 +249,9 @@ def generate_benchmark(
         shutil.rmtree(staging)
     staging.mkdir(parents=True)
     try:
-        summary = _generate_into(staging, scale, seed, n_public, workers, progress)
+        summary = _generate_into(
+            staging, scale, seed, n_public, workers, progress, canaries, canary_documents
+        )
         if out.exists():
             shutil.rmtree(out)
         os.replace(staging, out)
@@ -226,13 +262,28 @@ def generate_benchmark(
 
 
 def _generate_into(
-    root: Path, scale: Scale, seed: int, n_public: int, workers: int | None, progress: bool
+    root: Path,
+    scale: Scale,
+    seed: int,
+    n_public: int,
+    workers: int | None,
+    progress: bool,
+    canaries: int = 0,
+    canary_documents: int = DEFAULT_CANARY_DOCUMENTS,
 ) -> dict[str, Any]:
     """Generate everything under `root` (the staging directory)."""
     for sub in ("participant/images", "evaluator/images", "public/images"):
         (root / sub).mkdir(parents=True)
     providers = plan_providers(scale, seed)
-    invoice_jobs = plan_invoices(scale, seed, providers, root)
+    plan = None
+    fixed_counts: dict[str, int] = {}
+    if canaries:
+        plan = plan_canaries(providers, canaries, scale.clients, seed, SAME_LOCALE_PROBABILITY)
+        providers = plan.providers
+        fixed_counts = {providers[i].company.provider_id: canary_documents
+                        for i in plan.canary_ids}  # fmt: skip
+    all_jobs = plan_invoices(scale, seed, providers, root, fixed_counts)
+    invoice_jobs = [job for job in all_jobs if job.split != "canary"]
     n_public_val = round(n_public * scale.public_val_fraction)
     public_jobs = [
         PublicJob(
@@ -246,6 +297,15 @@ def _generate_into(
     ]
     workers = workers or min(4, os.cpu_count() or 1)
     invoice_records = list(_run(render_invoice_job, invoice_jobs, workers, progress, "invoices"))
+    canary_jobs = [
+        job for job in all_jobs
+        if job.provider.company.provider_id in fixed_counts and job.split in ("train", "canary")
+    ]  # fmt: skip
+    probe_records = []
+    if canary_jobs:
+        probe = functools.partial(canary_probes, evaluator_images=str(root / "evaluator" / "images"),
+                                  probe_seed=f"{seed}:canary-probes")  # fmt: skip
+        probe_records = list(_run(probe, canary_jobs, workers, progress, "canary probes"))
     public_records = list(
         _run(render_public_job, public_jobs, workers, progress, "public documents")
     )
@@ -319,6 +379,13 @@ def _generate_into(
         )
         write_imdb(root / "public" / f"imdb_{split}.npy", header(split, corpus="public"), records)
         counts[f"public_{split}"] = len(records)
+    canary_summary = {}
+    if plan is not None:
+        probes = numbered("canary", (r for rs in probe_records for r in rs))
+        write_imdb(root / "evaluator" / PROBES_FILE, header("canary", corpus="canaries"), probes)
+        _write_coins(root / "evaluator" / COINS_FILE, plan, canary_jobs, len(probes))
+        counts["canary_probes"] = len(probes)
+        canary_summary = {"canaries": {"count": canaries, "documents_each": canary_documents}}
     summary = {
         "kit_version": version,
         "scale": scale.name,
@@ -326,15 +393,33 @@ def _generate_into(
         "clients": scale.clients,
         "public_documents": n_public,
         "providers": {
-            "train": sum(scale.providers_per_client),
+            "train": sum(1 for p in providers if p.client >= 0),
             "val_out": scale.val_out_providers,
             "test_out": scale.test_out_providers,
         },
         "questions": counts,
-        **(measured_threshold(scale.name, seed, BASE_MODEL_DIR) or {}),
+        **canary_summary,
+        # the embedded threshold was measured on the benchmark without canaries
+        **((not canary_summary and measured_threshold(scale.name, seed, BASE_MODEL_DIR)) or {}),
     }
     (root / "benchmark.json").write_text(json.dumps(summary, indent=1) + "\n")
     return summary
+
+
+def _write_coins(path: Path, plan: CanaryPlan, jobs: list[InvoiceJob], probes: int) -> None:
+    """The organisers' record of the canaries: provider, coin, client, invoices."""
+    documents: dict[str, list[str]] = {}
+    for job in jobs:
+        documents.setdefault(job.provider.company.provider_id, []).append(job.document_id)
+    entries = []
+    for index, included, client in zip(plan.canary_ids, plan.included, plan.clients, strict=True):
+        provider = plan.providers[index].company.provider_id
+        entries.append({"provider": provider, "included": included,
+                        "client": client if included else None,
+                        "documents": documents[provider]})  # fmt: skip
+    content = {"note": "organisers only: the coins of the one-run privacy audit",
+               "probes": PROBES_FILE, "probe_records": probes, "canaries": entries}  # fmt: skip
+    path.write_text(json.dumps(content, indent=1) + "\n")
 
 
 def _run(

@@ -1,0 +1,261 @@
+"""One-run privacy auditing (Steinke, Nasr and Jagielski 2023, "Privacy Auditing with One (1)
+Training Run", arXiv 2305.08846).
+
+m canaries are each put into the training data on an independent fair coin. After training,
+an auditor scores every canary, guesses "in" for the k highest scores and "out" for the k
+lowest, and abstains on the rest: r = 2k guesses, v of them correct. If the training is
+(epsilon, delta)-DP, their main theorem bounds the chance of v or more correct guesses by
+
+    P[correct >= v] <= f(v) + 2 m delta * max_{i = 1..v} (f(v - i) - f(v)) / i,
+
+where f(v) = P[W >= v] for W ~ Binomial(r, e^epsilon / (1 + e^epsilon)) (randomised response
+with epsilon is the best any epsilon-DP guesser can do on one coin). That bound is the p-value
+of the hypothesis "the training is (epsilon, delta)-DP"; the audit's lower bound is the largest
+epsilon that the observed v still rejects at the chosen level (p < 0.05 for 95% confidence).
+
+Choosing k after looking at the scores would invalidate the test. Here the guesses come from a
+fixed set of plans declared in advance (:func:`guess_plans`: k "in" and k "out", or k "in"
+alone, for k a fixed share of m) and each plan is tested at level alpha / (number of plans)
+(Bonferroni): the reported bound is the largest over the plans, and the chance that any of
+them rejects a true claim is still at most alpha.
+
+Imports nothing of the kit but numpy and scipy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+#: guesses per side, as fractions of the canaries, tried by :func:`one_run_audit` (Bonferroni)
+DEFAULT_GUESS_FRACTIONS = (0.05, 0.1, 0.25, 0.5)
+#: search range of the bisection on epsilon (a bound this large needs thousands of guesses)
+MAX_EPSILON = 50.0
+
+
+def p_value(m: int, r: int, v: int, epsilon: float, delta: float) -> float:
+    """The chance of ``v`` or more correct guesses out of ``r`` under (epsilon, delta)-DP.
+
+    Args:
+        m: canaries, each included on an independent fair coin.
+        r: guesses made (abstentions excluded), ``r <= m``.
+        v: correct guesses, ``v <= r``.
+        epsilon: the hypothesis's epsilon, >= 0.
+        delta: the hypothesis's delta, in [0, 1].
+
+    Returns:
+        The theorem's bound on that chance, capped at 1.
+
+    Raises:
+        ValueError: for counts or parameters out of range.
+    """
+    if not 0 <= v <= r <= m:
+        raise ValueError(f"need 0 <= v <= r <= m, got m={m}, r={r}, v={v}")
+    if not epsilon >= 0 or not 0 <= delta <= 1:
+        raise ValueError(f"need epsilon >= 0 and 0 <= delta <= 1, got {epsilon}, {delta}")
+    q = 1.0 / (1.0 + math.exp(-epsilon))
+    tail = float(stats.binom.sf(v - 1, r, q))
+    if delta == 0 or v == 0:
+        return min(tail, 1.0)
+    # (f(v - i) - f(v)) / i = P[v - i <= W <= v - 1] / i for i = 1..v
+    below = stats.binom.pmf(np.arange(v - 1, -1, -1), r, q)
+    slope = float(np.max(np.cumsum(below) / np.arange(1, v + 1)))
+    return min(tail + 2 * m * delta * slope, 1.0)
+
+
+def epsilon_lower_bound(m: int, r: int, v: int, delta: float, alpha: float = 0.05) -> float:
+    """The largest epsilon such that ``v`` correct guesses of ``r`` reject (epsilon, delta)-DP
+    at level ``alpha`` (0 when even epsilon 0 is not rejected).
+
+    Args:
+        m: canaries.
+        r: guesses.
+        v: correct guesses.
+        delta: the claim's delta.
+        alpha: the test's level (0.05: 95% confidence).
+
+    Returns:
+        The lower bound, to within 1e-6.
+    """
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    if p_value(m, r, v, 0.0, delta) >= alpha:
+        return 0.0
+    low, high = 0.0, MAX_EPSILON
+    if p_value(m, r, v, high, delta) < alpha:
+        return high
+    while high - low > 1e-7:
+        middle = (low + high) / 2
+        if p_value(m, r, v, middle, delta) < alpha:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """What one audit found.
+
+    Attributes:
+        epsilon_lower_bound: the largest epsilon the guesses reject at ``1 - alpha`` confidence.
+        canaries: m, the canaries scored.
+        canaries_in: how many were trained on.
+        guesses: r of the plan that gave the bound (the first plan's when none rejects).
+        correct: v of that plan.
+        guesses_in: its "in" guesses (the highest scores).
+        guesses_out: its "out" guesses (the lowest scores).
+        plans: how many guess plans were tried (each at level alpha / plans).
+        delta: the delta tested.
+        alpha: the overall level.
+        auc: area under the ROC curve of the scores against the coins.
+        tpr_at_fpr: true-positive rate at ``fpr`` (largest threshold whose false-positive rate
+            is at most ``fpr``).
+        fpr: the false-positive rate of ``tpr_at_fpr`` (at least one out-canary's worth).
+    """
+
+    epsilon_lower_bound: float
+    canaries: int
+    canaries_in: int
+    guesses: int
+    correct: int
+    guesses_in: int
+    guesses_out: int
+    plans: int
+    delta: float
+    alpha: float
+    auc: float
+    tpr_at_fpr: float
+    fpr: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready dictionary."""
+        return asdict(self)
+
+
+def guess_counts(m: int, fractions: Sequence[float] = DEFAULT_GUESS_FRACTIONS) -> tuple[int, ...]:
+    """The per-side guess counts tried for ``m`` canaries: each fraction of m, at least 1 and
+    at most m // 2, without repeats."""
+    counts = sorted({min(max(1, round(f * m)), m // 2) for f in fractions})
+    return tuple(c for c in counts if c >= 1)
+
+
+def guess_plans(
+    m: int, fractions: Sequence[float] = DEFAULT_GUESS_FRACTIONS
+) -> tuple[tuple[int, int], ...]:
+    """The (guesses "in", guesses "out") pairs tried for ``m`` canaries: for every count k of
+    :func:`guess_counts`, k of each, and k "in" guesses alone (a model trained on only part of
+    its data leaves some included canaries unmarked: they then spoil "out" guesses only)."""
+    counts = guess_counts(m, fractions)
+    return tuple((k, k) for k in counts) + tuple((k, 0) for k in counts)
+
+
+def one_run_audit(
+    scores: Sequence[float],
+    included: Sequence[bool],
+    *,
+    delta: float,
+    alpha: float = 0.05,
+    fractions: Sequence[float] = DEFAULT_GUESS_FRACTIONS,
+    fpr: float = 0.1,
+) -> AuditResult:
+    """Audit one training run from its canaries' scores and coins.
+
+    Every plan of :func:`guess_plans` (declared before the scores are seen) is tested at level
+    ``alpha`` divided by the number of plans; the largest bound is reported.
+
+    Args:
+        scores: the attack's score per canary (higher: more likely trained on).
+        included: the coin per canary (True: it was in the training data).
+        delta: the claim's delta.
+        alpha: the level (0.05 for a bound at 95% confidence).
+        fractions: per-side guess counts as fractions of the canaries.
+        fpr: the false-positive rate at which the true-positive rate is reported.
+
+    Returns:
+        The audit's figures.
+
+    Raises:
+        ValueError: fewer than two canaries, mismatched lengths or non-finite scores.
+    """
+    values = np.asarray(scores, dtype=float)
+    coins = np.asarray(included, dtype=bool)
+    if values.shape != coins.shape or values.ndim != 1:
+        raise ValueError("scores and coins must be two lists of the same length")
+    if values.size < 2:
+        raise ValueError("an audit needs at least two canaries")
+    if not np.all(np.isfinite(values)):
+        raise ValueError("every score must be finite")
+    m = int(values.size)
+    # Ties are broken by a fixed order (the canary's index), never by the coin.
+    order = np.lexsort((np.arange(m), -values))
+    plans = guess_plans(m, fractions)
+    level = alpha / len(plans)
+    best = None
+    for k_in, k_out in plans:
+        correct = int(coins[order[:k_in]].sum() + (~coins[order[m - k_out :]]).sum())
+        bound = epsilon_lower_bound(m, k_in + k_out, correct, delta, level)
+        if best is None or bound > best[0]:
+            best = (bound, k_in, k_out, correct)
+    assert best is not None
+    bound, k_in, k_out, correct = best
+    tpr, achieved = tpr_at_fpr(values, coins, fpr)
+    return AuditResult(
+        epsilon_lower_bound=bound,
+        canaries=m,
+        canaries_in=int(coins.sum()),
+        guesses=k_in + k_out,
+        correct=correct,
+        guesses_in=k_in,
+        guesses_out=k_out,
+        plans=len(plans),
+        delta=float(delta),
+        alpha=float(alpha),
+        auc=roc_auc(values, coins),
+        tpr_at_fpr=tpr,
+        fpr=achieved,
+    )
+
+
+def roc_auc(scores: Sequence[float], included: Sequence[bool]) -> float:
+    """P[score of an in-canary > score of an out-canary] + P[tie] / 2 (Mann-Whitney); 0.5 when
+    one side is empty."""
+    values = np.asarray(scores, dtype=float)
+    coins = np.asarray(included, dtype=bool)
+    positives, negatives = values[coins], values[~coins]
+    if positives.size == 0 or negatives.size == 0:
+        return 0.5
+    ranks = stats.rankdata(np.concatenate([positives, negatives]))
+    u = ranks[: positives.size].sum() - positives.size * (positives.size + 1) / 2
+    return float(u / (positives.size * negatives.size))
+
+
+def tpr_at_fpr(
+    scores: Sequence[float], included: Sequence[bool], fpr: float
+) -> tuple[float, float]:
+    """The true-positive rate at the lowest threshold whose false-positive rate is at most
+    ``fpr``, and that false-positive rate.
+
+    With n out-canaries the resolvable rates are multiples of 1/n; when 1/n exceeds ``fpr`` the
+    rate used is 0 (no out-canary above the threshold).
+
+    Returns:
+        (tpr, achieved fpr); (0, 0) when one side is empty.
+    """
+    values = np.asarray(scores, dtype=float)
+    coins = np.asarray(included, dtype=bool)
+    positives, negatives = values[coins], values[~coins]
+    if positives.size == 0 or negatives.size == 0:
+        return 0.0, 0.0
+    allowed = math.floor(fpr * negatives.size + 1e-9)
+    descending = np.sort(negatives)[::-1]
+    # guess "in" for scores strictly above the (allowed + 1)-th highest out-score
+    threshold = descending[allowed] if allowed < negatives.size else -np.inf
+    tpr = float((positives > threshold).mean())
+    achieved = float((negatives > threshold).mean())
+    return tpr, achieved

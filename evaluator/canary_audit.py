@@ -1,0 +1,242 @@
+"""The one-run privacy audit of a submission with the benchmark's canary providers.
+
+The organisers' part of the benchmark (``evaluator/canaries.json``, written by ``pflkit data
+generate --canaries M``) holds each canary's secret coin, and ``evaluator/imdb_canaries.npy``
+the probes of every canary invoice: ``secret`` probes, identity questions (name, VAT id, IBAN)
+with the identity removed from the OCR and the secret as answer, and ``question`` probes, the
+invoice's own questions as drawn for training. A canary's score under an attack is how much
+more likely the submitted model finds the answers of that attack's probes than the reference
+(base) model does: the mean over the canary's probes of the answer's log-likelihood,
+submitted minus base. The scores and coins go to :func:`accountant.audit.one_run_audit`
+(Steinke, Nasr and Jagielski 2023).
+
+The attack that decides (``attack``) is fixed by the organisers before any submission: trying
+both and keeping the larger bound would need a correction for the choice. The other attack's
+AUC is reported beside it, as information.
+
+Like :mod:`evaluator.scoring`, only aggregates leave this module: no probe, secret, coin or
+per-canary score is returned, logged or put into a message.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from accountant.audit import one_run_audit
+
+COINS_FILE = "canaries.json"
+PROBES_FILE = "imdb_canaries.npy"
+ATTACKS = ("secret", "question")
+#: the delta tested when the submission declares none (track 1): the competition's
+DEFAULT_DELTA = 1e-5
+
+
+class CanaryAudit:
+    """Audits submitted models against one benchmark's canaries; cached per worker process.
+
+    Args:
+        data_dir: the benchmark directory (its ``evaluator/`` part holds coins and probes).
+        reference_dir: the base model every run starts from (the scores are relative to it),
+            or a function returning it (resolved on first use).
+        batch_size: probes per forward pass.
+        device: where the base model runs (a torch device, or a function returning one).
+        attack: the probes whose gains score a canary (``secret`` or ``question``).
+    """
+
+    def __init__(
+        self,
+        data_dir: Path,
+        reference_dir: Path | Callable[[], Path],
+        *,
+        batch_size: int = 32,
+        device: Any = "cpu",
+        attack: str = "question",
+    ) -> None:
+        if attack not in ATTACKS:
+            raise ValueError(f"attack must be one of {', '.join(ATTACKS)}, not {attack!r}")
+        self.attack = attack
+        self.data_dir = Path(data_dir)
+        self._reference = reference_dir
+        self._device = device
+        self.batch_size = batch_size
+
+    @cached_property
+    def reference_dir(self) -> Path:
+        """The base model's directory."""
+        return Path(self._reference() if callable(self._reference) else self._reference)
+
+    @property
+    def directory(self) -> Path:
+        """The organisers' part of the benchmark."""
+        return self.data_dir / "evaluator"
+
+    @cached_property
+    def available(self) -> bool:
+        """Whether the benchmark has canaries (both organiser files present)."""
+        return (self.directory / COINS_FILE).is_file() and (self.directory / PROBES_FILE).is_file()
+
+    @cached_property
+    def _canaries(self) -> tuple[list[str], list[bool], list[dict[str, Any]]]:
+        """(canary provider ids, their coins, the probes), from the organisers' files."""
+        from benchmark.data.imdb import read_imdb
+
+        coins = json.loads((self.directory / COINS_FILE).read_text(encoding="utf-8"))
+        providers = [entry["provider"] for entry in coins["canaries"]]
+        included = [bool(entry["included"]) for entry in coins["canaries"]]
+        _, probes = read_imdb(self.directory / PROBES_FILE)  # the organisers' own file
+        known = set(providers)
+        if not probes or any(p["provider"] not in known for p in probes):
+            raise ValueError("the canary probes do not match the canaries' coins")
+        for attack in ATTACKS:
+            if len({p["provider"] for p in probes if p.get("probe") == attack}) != len(providers):
+                raise ValueError(f"some canaries have no {attack!r} probe")
+        return providers, included, probes
+
+    @cached_property
+    def _processor(self) -> Any:
+        from benchmark.model import load_processor
+
+        return load_processor(self.reference_dir)
+
+    @cached_property
+    def _batches(self) -> list[tuple[list[int], dict[str, Any], list[str] | None]]:
+        """The probes encoded once per process, in batches of similar length (less padding):
+        (probe indexes, model inputs with labels, page names or None without images)."""
+        _, _, probes = self._canaries
+        processor = self._processor
+        order = sorted(range(len(probes)), key=lambda i: len(probes[i]["ocr_tokens"]))
+        batches = []
+        for start in range(0, len(order), self.batch_size):
+            chosen = order[start : start + self.batch_size]
+            rows = [probes[i] for i in chosen]
+            encoded = processor.encode_batch(
+                [r["question"] for r in rows], [r["ocr_tokens"] for r in rows],
+                [r["ocr_normalized_boxes"] for r in rows],
+            )  # fmt: skip
+            features = [{"input_ids": ids, "input_boxes": boxes} for ids, boxes
+                        in zip(encoded["input_ids"], encoded["input_boxes"], strict=True)]  # fmt: skip
+            inputs = processor.collate(features, with_images=False)
+            inputs["labels"] = processor.labels_tensor(
+                [r["answers"] if isinstance(r["answers"], str) else r["answers"][0] for r in rows]
+            )
+            names = [r["image_name"] for r in rows] if processor.use_visual else None
+            batches.append((chosen, inputs, names))
+        return batches
+
+    @cached_property
+    def _pages(self) -> dict[str, Any]:
+        """Each probed page's pixels, loaded once per process (pages are shared by probes)."""
+        _, _, probes = self._canaries
+        images = self.directory / "images"
+        names = sorted({p["image_name"] for p in probes})
+        return {n: self._processor.load_image(images / f"{n}.jpg") for n in names}
+
+    @cached_property
+    def _base_loglik(self) -> Any:
+        """The reference model's log-likelihood of every probe's answer (once per process)."""
+        from benchmark.model import load_model
+
+        device = self._device() if callable(self._device) else self._device
+        model = load_model(self.reference_dir, check_values=False).eval().to(device)
+        return self.loglik(model)
+
+    def loglik(self, model: Any) -> Any:
+        """Log-likelihood of each probe's answer tokens under ``model`` (teacher forcing).
+
+        Args:
+            model: a VT5 model in eval mode.
+
+        Returns:
+            A numpy array, one value per probe, in the probes' order.
+        """
+        import numpy as np
+        import torch
+
+        _, _, probes = self._canaries
+        device = next(model.parameters()).device
+        values = np.zeros(len(probes), dtype=float)
+        with torch.inference_mode():
+            for chosen, encoded, names in self._batches:
+                batch = {name: tensor.to(device) for name, tensor in encoded.items()}
+                if names is not None:
+                    batch["pixel_values"] = torch.stack([self._pages[n] for n in names]).to(device)
+                logits = model(**batch).logits.float()
+                labels = batch["labels"]
+                mask = labels != -100
+                picked = (
+                    torch.log_softmax(logits, dim=-1)
+                    .gather(-1, labels.clamp(min=0).unsqueeze(-1))
+                    .squeeze(-1)
+                )
+                values[chosen] = (picked * mask).sum(dim=1).cpu().numpy()
+        return values
+
+    def prepare(self) -> None:
+        """Load the canaries and compute the base model's log-likelihoods ahead of the first
+        job (nothing when the benchmark has no canaries)."""
+        if self.available:
+            _ = self._base_loglik
+
+    def scores(self, model: Any) -> dict[str, list[float]]:
+        """Each canary's score under each attack: the mean over the canary's probes of that
+        kind of the answer's log-likelihood under ``model`` minus under the base, in the
+        canaries' order."""
+        import numpy as np
+
+        providers, _, probes = self._canaries
+        gain = self.loglik(model) - self._base_loglik
+        owner = np.asarray([providers.index(p["provider"]) for p in probes])
+        kind = np.asarray([p.get("probe") for p in probes])
+        return {
+            attack: [float(gain[(owner == index) & (kind == attack)].mean())
+                     for index in range(len(providers))]
+            for attack in ATTACKS
+        }  # fmt: skip
+
+    def audit(self, model: Any | None, delta: float | None) -> dict[str, Any]:
+        """The audit's result columns for one submitted model.
+
+        Args:
+            model: the submission's model (built from the organisers' configuration); unused
+                when the benchmark has no canaries.
+            delta: the claim's delta, or None (track 1: the competition's 1e-5 is tested).
+
+        Returns:
+            ``audit_epsilon`` (the lower bound), ``audit_auc``, ``audit_tpr``,
+            ``audit_fpr``, ``audit_seconds`` and ``audit_report``; when the benchmark has no
+            canaries, only ``audit_report`` saying the audit was skipped.
+        """
+        if not self.available:
+            return {"audit_report": {"skipped": "the benchmark has no canary providers "
+                                                 "(generate it with --canaries M)"}}  # fmt: skip
+        from accountant.audit import roc_auc
+
+        started = time.perf_counter()
+        _, included, _ = self._canaries
+        tested = DEFAULT_DELTA if delta is None else float(delta)
+        scores = self.scores(model)
+        result = one_run_audit(scores[self.attack], included, delta=tested)
+        seconds = time.perf_counter() - started
+        report = result.as_dict()
+        report["attack"] = self.attack
+        report["auc_by_attack"] = {a: roc_auc(s, included) for a, s in scores.items()}
+        report["delta_source"] = "declared" if delta is not None else "default (no claim)"
+        return {
+            "audit_epsilon": result.epsilon_lower_bound,
+            "audit_auc": result.auc,
+            "audit_tpr": result.tpr_at_fpr,
+            "audit_fpr": result.fpr,
+            "audit_seconds": seconds,
+            "audit_report": report,
+        }
+
+
+def contradicted(epsilon: float | None, audit_epsilon: float | None) -> bool:
+    """Whether a privacy claim is contradicted by the audit: its epsilon is below the audit's
+    lower bound (a statistical test at 95% confidence, so "contradicted", not "false")."""
+    return epsilon is not None and audit_epsilon is not None and epsilon < audit_epsilon

@@ -1,0 +1,208 @@
+"""The worker's one-run privacy audit on real runs of the kit.
+
+A `tiny` benchmark with canary providers; the shipped base as the organisers' reference; real
+``pflkit train`` runs. The dishonest submission is a non-private FedAvg run uploaded to track 2
+with the privacy declaration of an honest DP-FedAvg run at epsilon 1 (same rounds and clients,
+so the declaration's arithmetic and its cross-check with the log pass): the audit contradicts
+it, and does not contradict the honest run. Marked slow (minutes of training); the fast
+variants check the attack on hand-made models and the audit's skip.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from baselines.cli import train
+from evaluator import crud
+from evaluator.canary_audit import CanaryAudit
+from evaluator.core.db import session_scope
+from evaluator.models import Status
+from evaluator.queue import TaskQueue
+from evaluator.storage import SubmissionStore
+from evaluator.worker import JobRunner
+
+CANARIES, DOCUMENTS = 40, 2
+SHARED = ("--rounds", "3", "--clients-per-round", "10", "--val-limit", "0", "--threads", "1",
+          "--no-progress", "--seed", "0")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def canary_benchmark(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from benchmark.data.synthetic import generate_benchmark
+
+    out = tmp_path_factory.mktemp("audit") / "bench"
+    generate_benchmark(out, "tiny", 0, workers=1, progress=False, public_documents=0,
+                       canaries=CANARIES, canary_documents=DOCUMENTS)  # fmt: skip
+    return out
+
+
+def _train(data: Path, out: Path, *options: str) -> Path:
+    result = CliRunner().invoke(train, ["--data", str(data), "--out", str(out), *options])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def _store(runner: JobRunner, token: str, run: Path, meta: dict, privacy: Path | None) -> str:
+    """A queued submission of a run directory's files (as the API stores them)."""
+    settings = runner.settings
+    with session_scope(settings.db_url) as session:
+        row = crud.reserve_submission(
+            session, team_id=crud.team_by_token(session, token=token).id, quota=100,
+            track=meta["track"], method=meta["method"], metadata=meta,
+        )  # fmt: skip
+        submission_id = row.id
+    store = SubmissionStore(settings.storage_dir)
+    incoming = store.incoming(submission_id)
+    incoming.mkdir(parents=True)
+    shutil.copyfile(run / "checkpoint" / "model.safetensors", incoming / "model.safetensors")
+    for name in ("communication_log.csv", "communication_log.jsonl"):
+        shutil.copyfile(run / name, incoming / name)
+    if privacy is not None:
+        shutil.copyfile(privacy, incoming / "privacy.json")
+    store.commit(submission_id)
+    with session_scope(settings.db_url) as session:
+        assert crud.transition(session, submission_id=submission_id,
+                               from_status=Status.RECEIVED, to_status=Status.QUEUED)  # fmt: skip
+    return submission_id
+
+
+def _scored(runner: JobRunner, submission_id: str):  # type: ignore[no-untyped-def]
+    runner.run(submission_id)
+    with session_scope(runner.settings.db_url) as session:
+        row = crud.get_submission(session, submission_id=submission_id)
+        session.expunge(row)
+        return row
+
+
+@pytest.fixture
+def runner(settings, canary_benchmark: Path) -> JobRunner:  # type: ignore[no-untyped-def]
+    scoring = settings.model_copy(update={"data_dir": canary_benchmark, "batch_size": 32,
+                                          "reference_model": "base"})  # fmt: skip
+    return JobRunner(scoring, TaskQueue(scoring.queue, name=scoring.queue_name))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_false_epsilon_1_claim_is_contradicted_and_an_honest_one_is_not(
+    runner: JobRunner, teams: dict, canary_benchmark: Path, tmp_path: Path
+) -> None:
+    honest = _train(canary_benchmark, tmp_path / "honest", "--method", "dp-fedavg",
+                    "--epsilon", "1", *SHARED)  # fmt: skip
+    liar = _train(canary_benchmark, tmp_path / "liar", "--method", "fedavg", "--local-epochs",
+                  "3", *SHARED)  # fmt: skip
+    declaration = honest / "privacy.json"
+    assert json.loads(declaration.read_text())["epsilon"] <= 1.0
+    lie = {**json.loads((liar / "submission.json").read_text()), "track": 2}
+    rows = {}
+    for name, run, meta in (
+        ("honest", honest, json.loads((honest / "submission.json").read_text())),
+        ("liar", liar, lie),
+    ):
+        rows[name] = _scored(runner, _store(runner, teams["alpha"], run, meta, declaration))
+    for row in rows.values():
+        assert (row.status, row.privacy_verified, row.epsilon) == ("finished", True, 1.0)
+        assert row.audit_report["canaries"] == CANARIES
+        assert row.audit_seconds > 0
+    liar_row, honest_row = rows["liar"], rows["honest"]
+    assert liar_row.audit_epsilon > 1.0, liar_row.audit_report
+    assert liar_row.audit_contradicted is True
+    assert "contradicted by audit" in liar_row.audit_report["flag"]
+    assert liar_row.audit_auc > 0.9
+    assert honest_row.audit_epsilon <= 1.0
+    assert honest_row.audit_contradicted is False
+
+
+@pytest.fixture(scope="module")
+def small_reference(tmp_path_factory, canary_benchmark: Path) -> Path:  # type: ignore[no-untyped-def]
+    """A random VT5 small enough to train in seconds (T5 width 32, one layer each side), its
+    tokenizer fitted on the participant data: the base of the fast variant."""
+    from benchmark.data import load_split
+    from benchmark.model import save_checkpoint
+    from benchmark.model.random_init import random_tiny_model
+
+    root = tmp_path_factory.mktemp("audit-reference")
+    rows = [r for k in range(10) for r in load_split(canary_benchmark, "train", client=k)]
+    texts = [" ".join([r["question"], *r["answers"], *r["ocr_tokens"]]) for r in rows]
+    model, processor = random_tiny_model(
+        texts, root / "tokenizer", vocab_size=300, seed=0, ship_spiece=False,
+        language_config={"d_model": 32, "d_kv": 8, "d_ff": 64, "num_layers": 1,
+                         "num_decoder_layers": 1, "num_heads": 4},
+        visual_config={"hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2,
+                       "image_size": 32},
+        spatial_embedding_dim=8, max_input_tokens=128, max_answer_tokens=8,
+    )  # fmt: skip
+    return save_checkpoint(model, processor, root / "model")
+
+
+def _fine_tuned(reference: Path, data: Path, providers: set[str], steps: int):  # type: ignore[no-untyped-def]
+    """The reference trained with AdamW on the training records of ``providers`` only."""
+    import random
+
+    import torch
+
+    from benchmark.data.imdb import read_imdb
+    from benchmark.model import load_model, load_processor
+
+    records = [r for k in range(10)
+               for r in read_imdb(data / "participant" / f"imdb_train_client_{k}.npy")[1]
+               if r["provider"] in providers]  # fmt: skip
+    model, processor = load_model(reference).train(), load_processor(reference)
+    optimiser = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    rng = random.Random(0)
+    for _ in range(steps):
+        batch = rng.sample(records, 16)
+        inputs = processor(
+            [r["question"] for r in batch], [r["ocr_tokens"] for r in batch],
+            [r["ocr_normalized_boxes"] for r in batch],
+            images=[data / "participant" / "images" / f"{r['image_name']}.jpg" for r in batch],
+            answers=[r["answers"] for r in batch],
+        )  # fmt: skip
+        model(**inputs).loss.backward()
+        optimiser.step()
+        optimiser.zero_grad()
+    return model.eval()
+
+
+def test_the_attack_on_a_real_tiny_model(canary_benchmark: Path, small_reference: Path) -> None:
+    """Fast variant: the small model fine-tuned on the included canaries' invoices (what a
+    non-private run does to them) is found out; the untrained model gains nothing; a model
+    trained on ordinary providers only (no canary in its data) gives no bound."""
+    coins = json.loads((canary_benchmark / "evaluator" / "canaries.json").read_text())["canaries"]
+    included = {c["provider"] for c in coins if c["included"]}
+    auditor = CanaryAudit(canary_benchmark, small_reference)
+    from benchmark.model import load_model
+
+    untouched = auditor.audit(load_model(small_reference).eval(), None)
+    assert untouched["audit_epsilon"] == 0.0
+    assert untouched["audit_report"]["delta"] == 1e-5
+    assert untouched["audit_report"]["delta_source"] == "default (no claim)"
+
+    memorised = auditor.audit(_fine_tuned(small_reference, canary_benchmark, included, 60), 1e-5)
+    report = memorised["audit_report"]
+    assert (report["canaries"], report["canaries_in"]) == (CANARIES, len(included))
+    # measured: AUC 0.885, bound 0.806 (20 guesses, 19 right)
+    assert memorised["audit_auc"] > 0.8, report
+    assert memorised["audit_epsilon"] > 0.5, report
+    assert report["auc_by_attack"]["question"] == memorised["audit_auc"]
+
+    from benchmark.data.imdb import read_data_points
+
+    points = read_data_points(canary_benchmark / "participant" / "data_points.json")
+    ordinary = {p for client in points.values() for p in client} - included
+    blind = auditor.audit(_fine_tuned(small_reference, canary_benchmark, ordinary, 60), 1e-5)
+    assert blind["audit_epsilon"] == 0.0, blind["audit_report"]
+
+
+def test_the_audit_is_skipped_without_canaries(tiny_benchmark: Path) -> None:
+    auditor = CanaryAudit(tiny_benchmark, Path("unused"))
+    assert not auditor.available
+    assert auditor.audit(None, 1e-5) == {
+        "audit_report": {"skipped": "the benchmark has no canary providers (generate it with "
+                                    "--canaries M)"}
+    }  # fmt: skip
