@@ -68,6 +68,18 @@ def _summary(run: Path, seconds: float, reference: Path | None) -> dict[str, Any
     return row
 
 
+
+def _timed_train(federation: LocalFederation, run: Path, args: argparse.Namespace,
+                 extra: list[str]) -> float:  # fmt: skip
+    """Train the preset on the started federation; its wall seconds (the run's output on failure)."""
+    tic = time.perf_counter()
+    done = federation.train(run, "--preset", args.preset, "--base", args.base, "--threads", "1",
+                            *extra)  # fmt: skip
+    seconds = time.perf_counter() - tic
+    if done.returncode != 0:
+        raise SystemExit(done.stdout[-3000:] + done.stderr[-3000:])
+    return seconds
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, type=Path)
@@ -104,12 +116,7 @@ def main() -> None:
         with LocalFederation(root=args.out / "federation", bin_dir=Path(sys.executable).parent,
                              data=args.data) as federation:
             federation.start(tuple(groups))
-            tic = time.perf_counter()
-            done = federation.train(run, "--preset", args.preset, "--base", args.base,
-                                    "--threads", "1", *extra)
-            seconds = time.perf_counter() - tic
-        if done.returncode != 0:
-            raise SystemExit(done.stdout[-3000:] + done.stderr[-3000:])
+            seconds = _timed_train(federation, run, args, extra)
         results["deployment"] = _summary(run, seconds, reference_or_none)
         print(json.dumps({"deployment": results["deployment"]}), flush=True)
     if "simulation" in engines:
@@ -118,12 +125,7 @@ def main() -> None:
         with LocalFederation(root=args.out / "simulation-link", bin_dir=Path(sys.executable).parent,
                              data=args.data) as federation:
             federation.start(simulation=True)
-            tic = time.perf_counter()
-            done = federation.train(run, "--preset", args.preset, "--base", args.base,
-                                    "--threads", "1", *extra)
-            seconds = time.perf_counter() - tic
-        if done.returncode != 0:
-            raise SystemExit(done.stdout[-3000:] + done.stderr[-3000:])
+            seconds = _timed_train(federation, run, args, extra)
         if not (run / "flower_summary.json").exists():
             raise SystemExit("the simulation ended without a summary")
         results["simulation"] = _summary(run, seconds, reference_or_none)

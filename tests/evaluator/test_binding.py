@@ -27,6 +27,7 @@ from evaluator.models import Status
 from evaluator.queue import TaskQueue
 from evaluator.storage import SubmissionStore
 from evaluator.worker import JobRunner
+from tests.small_model import save_small_reference
 
 # The binding runs before any database write; the worker's transitions on PostgreSQL are
 # tested in test_worker.py.
@@ -40,21 +41,10 @@ def small_reference(tmp_path_factory, tiny_benchmark: Path) -> Path:  # type: ig
     """The organisers' reference model of these tests: a random VT5 small enough for a round
     of training and a scoring pass in seconds (T5 width 32, one encoder and decoder layer)."""
     from benchmark.data import load_split
-    from benchmark.model import save_checkpoint
-    from benchmark.model.random_init import random_tiny_model
 
-    root = tmp_path_factory.mktemp("small-reference")
     rows = load_split(tiny_benchmark, "train", client=0)
-    texts = [" ".join([r["question"], *r["answers"], *r["ocr_tokens"]]) for r in rows]
-    model, processor = random_tiny_model(
-        texts, root / "tokenizer", vocab_size=200, seed=0, ship_spiece=False,
-        language_config={"d_model": 32, "d_kv": 8, "d_ff": 64, "num_layers": 1,
-                         "num_decoder_layers": 1, "num_heads": 4},
-        visual_config={"hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2,
-                       "image_size": 32},
-        spatial_embedding_dim=8, max_input_tokens=128, max_answer_tokens=4,
-    )  # fmt: skip
-    return save_checkpoint(model, processor, root / "model")
+    return save_small_reference(rows, tmp_path_factory.mktemp("small-reference"), vocab_size=200,
+                                max_answer_tokens=4)  # fmt: skip
 
 
 @pytest.fixture(scope="module")

@@ -25,6 +25,7 @@ from evaluator.models import Status
 from evaluator.queue import TaskQueue
 from evaluator.storage import SubmissionStore
 from evaluator.worker import JobRunner
+from tests.small_model import save_small_reference
 
 CANARIES, DOCUMENTS = 40, 2
 SHARED = ("--rounds", "3", "--clients-per-round", "10", "--val-limit", "0", "--threads", "1",
@@ -123,21 +124,10 @@ def small_reference(tmp_path_factory, canary_benchmark: Path) -> Path:  # type: 
     """A random VT5 small enough to train in seconds (T5 width 32, one layer each side), its
     tokenizer fitted on the participant data: the base of the fast variant."""
     from benchmark.data import load_split
-    from benchmark.model import save_checkpoint
-    from benchmark.model.random_init import random_tiny_model
 
-    root = tmp_path_factory.mktemp("audit-reference")
     rows = [r for k in range(10) for r in load_split(canary_benchmark, "train", client=k)]
-    texts = [" ".join([r["question"], *r["answers"], *r["ocr_tokens"]]) for r in rows]
-    model, processor = random_tiny_model(
-        texts, root / "tokenizer", vocab_size=300, seed=0, ship_spiece=False,
-        language_config={"d_model": 32, "d_kv": 8, "d_ff": 64, "num_layers": 1,
-                         "num_decoder_layers": 1, "num_heads": 4},
-        visual_config={"hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2,
-                       "image_size": 32},
-        spatial_embedding_dim=8, max_input_tokens=128, max_answer_tokens=8,
-    )  # fmt: skip
-    return save_checkpoint(model, processor, root / "model")
+    return save_small_reference(rows, tmp_path_factory.mktemp("audit-reference"), vocab_size=300,
+                                max_answer_tokens=8)  # fmt: skip
 
 
 def _fine_tuned(reference: Path, data: Path, providers: set[str], steps: int):  # type: ignore[no-untyped-def]
