@@ -207,21 +207,7 @@ def train(
         {"config": config.to_dict(), "data": str(Path(data_dir).resolve()), "base": base}
     )
     summary = simulation.run(resume=resume)
-    click.echo(
-        json.dumps(
-            {
-                "run_dir": str(run_dir.path),
-                "rounds": summary.rounds,
-                "bytes_per_message": summary.bytes_per_message,
-                "total_bytes": summary.total_bytes,
-                "official_logger_total_bytes": simulation.channel.log.official_logger_total(),
-                "val_anls": summary.metrics[-1].get("val_anls") if summary.metrics else None,
-                "wall_seconds": round(summary.timing["wall"], 2),
-                "engine_overhead": round(summary.overhead, 3),
-            },
-            indent=2,
-        )
-    )
+    click.echo(json.dumps(simulation.run_record(summary), indent=2))
 
 
 def _train_on_flower(config: TrainConfig, run_dir: Any, *, data_dir: str, base: str,

@@ -128,6 +128,19 @@ class FederatedSimulation:
             data=dict(enumerate(task.client_data)), states=self.client_states,
         )
 
+    def run_record(self, summary: RunSummary) -> dict[str, Any]:
+        """The run's headline figures, as ``pflkit train`` prints them."""
+        return {
+            "run_dir": str(self.run_dir.path),
+            "rounds": summary.rounds,
+            "bytes_per_message": summary.bytes_per_message,
+            "total_bytes": summary.total_bytes,
+            "official_logger_total_bytes": self.channel.log.official_logger_total(),
+            "val_anls": summary.metrics[-1].get("val_anls") if summary.metrics else None,
+            "wall_seconds": round(summary.timing["wall"], 2),
+            "engine_overhead": round(summary.overhead, 3),
+        }
+
     def run(self, *, resume: bool = False) -> RunSummary:
         """Run (or continue) the federation and write the submission.
 

@@ -345,17 +345,7 @@ def run_federation(grid: Grid, settings: DeploymentSettings,
     federation = DeployedFederation(config, task, run_dir, nodes=nodes, settings=settings,
                                     report=report)
     summary = federation.run(resume=settings.resume)
-    result = {
-        "run_dir": str(run_dir.path),
-        "engine": "flower",
-        "rounds": summary.rounds,
-        "bytes_per_message": summary.bytes_per_message,
-        "total_bytes": summary.total_bytes,
-        "official_logger_total_bytes": federation.channel.log.official_logger_total(),
-        "val_anls": summary.metrics[-1].get("val_anls") if summary.metrics else None,
-        "wall_seconds": round(summary.timing["wall"], 2),
-        "engine_overhead": round(summary.overhead, 3),
-    }
+    result = {"engine": "flower", **federation.run_record(summary)}
     (run_dir.path / "flower_summary.json").write_text(json.dumps(result, indent=2) + "\n")
     return result
 

@@ -14,6 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.evaluator.conftest import database_url  # noqa: F401  (a migrated SQLite or PostgreSQL database)
+
 ORGANISER_TOKEN = "lb-test-organiser-" + "x" * 24
 THRESHOLD = 0.85
 T0 = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)

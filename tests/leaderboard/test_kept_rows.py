@@ -5,16 +5,12 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-import socket
 import threading
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
 from sqlalchemy.orm import Session
 
 from evaluator import crud
-from evaluator.core.db import migrate, session_factory
+from evaluator.core.db import session_factory
 from evaluator.models import Status
 from leaderboard import source
 from leaderboard.board import build_board
@@ -22,29 +18,6 @@ from leaderboard.kept_rows import KeptRows
 from leaderboard.seed import add_submission, team_id
 
 T0 = dt.datetime(2026, 5, 1, tzinfo=dt.UTC)
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A migrated, empty database: a SQLite file, or a fresh PostgreSQL database."""
-    from tests.evaluator.conftest import create_pg_database, drop_pg_database
-
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'evaluator.db'}"
-        migrate(url)
-        yield url
-        return
-    try:
-        with socket.create_connection(("127.0.0.1", 5432), timeout=1):
-            pass
-    except OSError:
-        pytest.skip("PostgreSQL is not running on 127.0.0.1:5432")
-    url = create_pg_database()
-    try:
-        migrate(url)
-        yield url
-    finally:
-        drop_pg_database(url)
 
 
 def _results(rng: random.Random, track: int) -> dict:
@@ -120,11 +93,11 @@ def _boards_equal(kept: list, full: list) -> None:
             assert build_board(kept, **options) == build_board(full, **options)
 
 
-def test_kept_rows_equal_a_full_read_after_random_changes(db_url: str) -> None:
+def test_kept_rows_equal_a_full_read_after_random_changes(database_url: str) -> None:
     rng = random.Random(21)
     kept = KeptRows()
     done: list[str] = []
-    with session_factory(db_url)() as session:
+    with session_factory(database_url)() as session:
         for step in range(12):
             _change(session, rng, step)
         _boards_equal(kept.read(session), source.load_rows(session))
@@ -140,9 +113,9 @@ def test_kept_rows_equal_a_full_read_after_random_changes(db_url: str) -> None:
     assert kept.full_reads >= 2  # the deletions were read in full
 
 
-def test_a_deleted_submission_is_read_in_full(db_url: str) -> None:
+def test_a_deleted_submission_is_read_in_full(database_url: str) -> None:
     kept = KeptRows()
-    with session_factory(db_url)() as session:
+    with session_factory(database_url)() as session:
         add_submission(session, team="a", track=1, method="m", anls=0.9, total_bytes=5)
         partial = crud.reserve_submission(session, team_id=team_id(session, "b"), quota=9,
                                           track=1, method="partial")  # fmt: skip
@@ -156,8 +129,8 @@ def test_a_deleted_submission_is_read_in_full(db_url: str) -> None:
         _boards_equal(rows, source.load_rows(session))
 
 
-def test_a_change_marks_only_its_submission(db_url: str) -> None:
-    with session_factory(db_url)() as session:
+def test_a_change_marks_only_its_submission(database_url: str) -> None:
+    with session_factory(database_url)() as session:
         first = add_submission(session, team="a", track=1, method="m", anls=0.9, total_bytes=5)
         second = add_submission(session, team="b", track=1, method="m", anls=0.8, total_bytes=5)
         before = crud.board_version(session)
@@ -170,12 +143,12 @@ def test_a_change_marks_only_its_submission(db_url: str) -> None:
         assert second in {r.id for r in source.load_changed_rows(session, since=0)}
 
 
-def test_kept_rows_miss_no_change_made_while_they_are_read(db_url: str) -> None:
+def test_kept_rows_miss_no_change_made_while_they_are_read(database_url: str) -> None:
     """A writer lands scores and hides some while a reader brings its kept rows up to date
     again and again: each read holds every change of the version it read first (or a later
     state), and the last equals a full read (a change lost to the race would stay missing)."""
     kept = KeptRows()
-    factory = session_factory(db_url)
+    factory = session_factory(database_url)
     finished = threading.Event()
     landed: list[tuple[int, str, str]] = []  # (version, submission, "finished" or "hidden")
     errors: list[BaseException] = []
