@@ -15,7 +15,8 @@ plots ``OUT/track1.png`` (ANLS against bytes) and ``OUT/track2.png`` (ANLS again
 ``lora-10rounds`` (the ``lora`` preset over 10 rounds: LoRA FedAvg at FedDAT's adapter budget)
 (run directories ``OUT/track3-<name>-seed0``; ``--only`` trains some of them), scores every
 submission with the track-3 scoring on the test split (``RUN/personal_test.json``) and writes
-``OUT/track3.md`` and the per-client plot ``OUT/track3.png`` with a row for every run there.
+``OUT/track3.md``, the per-client plot ``OUT/track3.png`` and its data ``OUT/track3_clients.csv``
+with a row for every run there.
 Two global-only rows come without training: ``base`` (the shipped base) and ``fedavg``, the
 global model of the ``fedavg-ft`` run (when it is there), which is the ``fedavg`` preset's model
 bit for bit (the fine-tuning comes after its 10 rounds), with its 10 rounds' bytes.
@@ -43,7 +44,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from baselines.personal_report import SCORES, PersonalReport, plot_per_client, read_personal
+from baselines.personal_report import (
+    SCORES,
+    PersonalReport,
+    per_client_csv,
+    plot_per_client,
+    read_personal,
+)
 from baselines.personal_report import markdown_table as personal_table
 from baselines.report import RunReport, format_bytes, markdown_table, plot_anls_vs_bytes, read_run
 from baselines.round_scores import (
@@ -392,6 +399,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         reports = track3(args.data, args.out, args.base)
         (args.out / "track3.md").write_text(personal_table(reports), encoding="utf-8")
         plot_per_client(reports, args.out / "track3.png")
+        (args.out / "track3_clients.csv").write_text(per_client_csv(reports), encoding="utf-8")
         print(personal_table(reports))
         return
     track1 = (*TRACK1, *TRACK1_PROBES)

@@ -4,11 +4,15 @@ Each submission is a directory with ``personal_test.json`` (what ``pflkit evalua
 --split test --personal DIR --json`` prints: :meth:`PersonalisedResult.summary`) and, for a
 trained run, ``submission.json`` (bytes, wall time).
 
-``python -m baselines.personal_report DIR... [--plot FILE]`` prints the table and writes the plot.
+``python -m baselines.personal_report DIR... [--plot FILE] [--csv FILE]`` prints the table and
+writes the plot and the per-client scores behind it (the plot's data, kept beside it in
+``docs/results/`` so a figure can be redrawn without the run directories).
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -90,6 +94,19 @@ def markdown_table(reports: Sequence[PersonalReport]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def per_client_csv(reports: Sequence[PersonalReport]) -> str:
+    """The plot's data: one row per client (its personal test questions), one column per
+    submission with the ANLS its clients get (personalised where it has personalisations)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["client", "questions", *(r.name for r in reports)])
+    clients = reports[0].scores["clients"] if reports else []
+    for index, client in enumerate(clients):
+        writer.writerow([client["client"], client["n"],
+                         *(f"{r.scores['clients'][index]['personal_anls']:.4f}" for r in reports)])
+    return out.getvalue()
+
+
 def plot_per_client(reports: Sequence[PersonalReport], out: str | Path) -> Path:
     """Per-client ANLS on each client's personal test questions, one line per submission.
 
@@ -124,18 +141,23 @@ def plot_per_client(reports: Sequence[PersonalReport], out: str | Path) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m baselines.personal_report DIR... [--plot FILE]``: table, and the plot."""
+    """``python -m baselines.personal_report DIR... [--plot FILE] [--csv FILE]``: table, plot and
+    per-client scores."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m baselines.personal_report",
                                      description=main.__doc__)
     parser.add_argument("dirs", nargs="+", help=f"directories holding {SCORES}")
+    parser.add_argument("--csv", help="write the per-client scores here")
     parser.add_argument("--plot", help="write the per-client PNG here")
     args = parser.parse_args(argv)
     reports = [read_personal(directory) for directory in args.dirs]
     print(markdown_table(reports), end="")
     if args.plot:
         print(f"plot: {plot_per_client(reports, args.plot)}")
+    if args.csv:
+        Path(args.csv).write_text(per_client_csv(reports), encoding="utf-8")
+        print(f"per-client scores: {args.csv}")
 
 
 if __name__ == "__main__":

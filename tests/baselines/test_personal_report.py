@@ -5,7 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from baselines.personal_report import main, markdown_table, plot_per_client, read_personal
+from baselines.personal_report import (
+    main,
+    markdown_table,
+    per_client_csv,
+    plot_per_client,
+    read_personal,
+)
 
 
 def _scores(personal: list[float], global_: list[float], flags: list[bool]) -> dict:
@@ -38,5 +44,10 @@ def test_table_and_plot(tmp_path: Path) -> None:
     assert "| `base` | 0.3333 ± 0.0500 | 0.2000 (client 0) | 0.3333 | 0.4000 | 0 | - |" in table
     plot = plot_per_client(reports, tmp_path / "plot.png")
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    main([str(base), str(tuned), "--plot", str(tmp_path / "again.png")])
+    assert per_client_csv(reports) == ("client,questions,base,fedavg-ft\n"
+                                       "0,10,0.2000,0.3000\n"
+                                       "1,20,0.4000,0.6000\n")
+    main([str(base), str(tuned), "--plot", str(tmp_path / "again.png"),
+          "--csv", str(tmp_path / "clients.csv")])
     assert (tmp_path / "again.png").stat().st_size > 1000
+    assert (tmp_path / "clients.csv").read_text() == per_client_csv(reports)
