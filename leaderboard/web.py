@@ -44,6 +44,7 @@ from evaluator.api.deps import (
     record_failure,
     require_organiser,
 )
+from evaluator.api.rescore import queue_rescore
 from evaluator.models import Submission, Team
 from evaluator.validation.privacy import VERIFICATION_COVERS, VERIFICATION_DOES_NOT_COVER
 from leaderboard import formatting, plots, source
@@ -270,17 +271,7 @@ def apply_action(
         raise HTTPException(status.HTTP_400_BAD_REQUEST, f"action must be one of {ACTIONS}")
     reason = reason.strip()
     if action == "rescore":
-        if not crud.request_rescore(
-            session,
-            submission_id=submission_id,
-            current_status=row.status,
-            requested_by=organiser.name,
-        ):
-            raise HTTPException(
-                status.HTTP_409_CONFLICT, f"submission is {row.status}; wait for it to end"
-            )
-        session.commit()
-        queue.enqueue(submission_id)
+        queue_rescore(session, queue, row, organiser.name)
         return
     if action == "disqualify" and not reason:
         raise HTTPException(status.HTTP_400_BAD_REQUEST, "give the reason for disqualifying")

@@ -17,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from evaluator import crud
 from evaluator.core.config import Settings
+from evaluator.core.db import committed
 from evaluator.core.throttle import FailedAuthThrottle
 from evaluator.models import Team
 from evaluator.queue import TaskQueue
@@ -39,15 +40,8 @@ def get_session(request: Request) -> Iterator[Session]:
     ``yield`` runs once the response has gone, so a client could read its answer (a new team's
     token, say) and ask again before the commit made it visible.
     """
-    session = request.app.state.sessions()
-    try:
+    with committed(request.app.state.sessions()) as session:
         yield session
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
-    finally:
-        session.close()
 
 
 def get_store(request: Request) -> SubmissionStore:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from functools import lru_cache
 from pathlib import Path
 
@@ -127,9 +127,8 @@ def read_session_factory(
 
 
 @contextmanager
-def session_scope(url: str) -> Iterator[Session]:
-    """A session that commits on success and rolls back on error."""
-    session = session_factory(url)()
+def committed(session: Session) -> Iterator[Session]:
+    """Use ``session``: commit on success, roll back on error, close in any case."""
     try:
         yield session
         session.commit()
@@ -138,6 +137,11 @@ def session_scope(url: str) -> Iterator[Session]:
         raise
     finally:
         session.close()
+
+
+def session_scope(url: str) -> AbstractContextManager[Session]:
+    """A new session on ``url`` that commits on success and rolls back on error."""
+    return committed(session_factory(url)())
 
 
 def alembic_config(url: str):  # type: ignore[no-untyped-def]

@@ -27,6 +27,7 @@ from evaluator.api.deps import (
     read_as_team,
     refuse_unknown_token,
 )
+from evaluator.api.rescore import queue_rescore
 from evaluator.api.status_views import StatusViews
 from evaluator.benchmark_info import clients_of, track_unavailable
 from evaluator.core.config import Settings
@@ -448,17 +449,7 @@ def rescore(
 ) -> SubmissionPublic:
     """Organisers: score a finished, rejected or failed submission again."""
     row = _visible(crud.get_submission(session, submission_id=submission_id), organiser)
-    if not crud.request_rescore(
-        session,
-        submission_id=submission_id,
-        current_status=row.status,
-        requested_by=organiser.name,
-    ):
-        raise HTTPException(
-            status.HTTP_409_CONFLICT, f"submission is {row.status}; wait for it to end"
-        )
-    session.commit()
-    queue.enqueue(submission_id)
+    queue_rescore(session, queue, row, organiser.name)
     session.expire_all()
     return SubmissionPublic.from_row(
         crud.get_submission(session, submission_id=submission_id), full_precision=True
