@@ -11,11 +11,12 @@ in ``submissions/`` and its ``incoming/`` directory is removed.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -160,11 +161,16 @@ class PersonalLimits:
         clients: K; fields ``personal_0`` .. ``personal_{K-1}`` are accepted.
         max_file_bytes: most bytes of one field.
         max_total_bytes: most bytes of all of them together.
+        tracks: the tracks whose submissions carry them. The ``metadata`` part names the
+            submission's track, so it must come before the first ``personal_{k}`` field: a
+            track-1 or -2 upload is then refused at that field's header instead of after
+            streaming up to ``max_total_bytes`` of personalisations.
     """
 
     clients: int
     max_file_bytes: int
     max_total_bytes: int
+    tracks: frozenset[int] = field(default_factory=lambda: frozenset(tracks_needing("personal")))
 
 
 class _PartWriter:
@@ -241,6 +247,7 @@ class _PartWriter:
         """
         match = PERSONAL_FIELD.match(name)
         if match is not None and self.personal is not None:
+            self._require_personal_track(name)
             client = int(match.group(1))
             if client >= self.personal.clients:
                 raise UploadError(
@@ -258,6 +265,30 @@ class _PartWriter:
                 f"{', '.join(fields)} ({_optional_parts()})",
             )
         return self.directory / FILENAMES[name]
+
+    def _require_personal_track(self, name: str) -> None:
+        """Refuse a ``personal_{k}`` field unless the metadata, already received, names a track
+        that carries personalisations.
+
+        Raises:
+            UploadError: 422 naming what to send instead.
+        """
+        assert self.personal is not None
+        tracks = " or ".join(map(str, sorted(self.personal.tracks)))
+        if "metadata" not in self.received:
+            raise UploadError(
+                422,
+                f"{name} came before the metadata part; send metadata (submission.json) first: "
+                f"it names the track, and only track {tracks} submissions carry personalisations",
+            )
+        track = _declared_track(self.directory / FILENAMES["metadata"])
+        if track not in self.personal.tracks:
+            shown = "this" if track is None else f"track {track}"
+            raise UploadError(
+                422,
+                f"{name}: {shown} submissions carry no personalisations; send the fields "
+                f"personal_{{k}} with a track-{tracks} submission only",
+            )
 
     def _part_data(self, data: bytes, start: int, end: int) -> None:
         assert self._name is not None and self._handle is not None
@@ -284,6 +315,16 @@ class _PartWriter:
 
     def close(self) -> None:
         self._part_end()
+
+
+def _declared_track(metadata: Path) -> int | None:
+    """The ``track`` of a received metadata part (already within its size limit), or ``None``
+    when it does not name one; the part's full validation comes after the upload."""
+    try:
+        track = json.loads(metadata.read_bytes()).get("track")
+    except (ValueError, AttributeError, RecursionError):
+        return None
+    return track if isinstance(track, int) and not isinstance(track, bool) else None
 
 
 async def receive_multipart(

@@ -412,6 +412,33 @@ def test_oversized_personalisations(settings, teams: dict, model_bytes: bytes) -
     assert_nothing_stored(settings)
 
 
+def test_personalisations_are_refused_at_their_header_unless_the_metadata_names_track_3(
+    settings, teams: dict, model_bytes: bytes
+) -> None:  # type: ignore[no-untyped-def]
+    """A track-1 upload's personal part is refused before its bytes are read (here it is over
+    the personalisation limit: read, it would be a 413), and one sent before the metadata is
+    refused with the order to send."""
+    small = settings.model_copy(update={"max_personal_file_bytes": 4096,
+                                        "max_personal_bytes": 10_000})
+    oversized = personal_parts({0: b"\0" * 20_000}, clients=10)
+    with LiveServer(small) as server:
+        response = upload(server.url, teams["alpha"], model=model_bytes, meta=metadata(1),
+                          extra=oversized)
+        assert response.status_code == 422, response.text
+        assert response.json()["detail"] == (
+            "personal_0: track 1 submissions carry no personalisations; send the fields "
+            "personal_{k} with a track-3 submission only")
+        first = {"personal_0": ("client_0.safetensors", b"\0" * 10, "application/octet-stream"),
+                 "model": ("model.safetensors", model_bytes, "application/octet-stream"),
+                 "metadata": ("submission.json", json.dumps(metadata(3)), "application/json")}
+        response = httpx.post(f"{server.url}/api/v1/submissions", files=first,
+                              headers={"Authorization": f"Bearer {teams['alpha']}"})
+        assert response.status_code == 422, response.text
+        assert response.json()["detail"].startswith(
+            "personal_0 came before the metadata part; send metadata (submission.json) first")
+    assert_nothing_stored(settings)
+
+
 def test_track3_upload_is_stored_with_one_file_per_client(
     live_server: LiveServer, teams: dict, model_bytes: bytes, settings, tiny_reference: Path
 ) -> None:  # type: ignore[no-untyped-def]
