@@ -25,6 +25,9 @@ competition sampled about 50, a ``mini`` client holds 12 to 18 providers so m = 
 server learning rate 1 that noise (0.12 to 0.30 per coordinate and round) wiped out the tiny
 model at every epsilon (val ANLS 0.0). The privacy guarantee does not depend on it.
 
+- ``fsp-fedavg``, ``fsp-fedadam``: ``fedavg`` after 10 rounds of federated self-pretraining on the
+  clients' pages (:mod:`baselines.fsp`), the second with FedAdam on the server while pre-training.
+
 A preset is data: the method, strategy and local optimiser by name, the run's shape, and any
 option key of those components (:mod:`baselines.options`). Command-line options override it
 key by key. A method file may bring its own presets (``Method.presets``); they are added here,
@@ -37,6 +40,7 @@ from __future__ import annotations
 from typing import Any
 
 from baselines.config import TrainConfig
+from baselines.fsp.presets import FSP_PRESETS
 from baselines.methods import METHODS
 from baselines.optimizers import OPTIMIZERS
 from benchmark.tracks import PRIVACY
@@ -114,6 +118,9 @@ for _method in METHODS.values():
     else:
         _group = PRESETS
     _group.update({name: _resolved(preset) for name, preset in _method.presets.items()})
+
+#: Federated self-pretraining before ``fedavg`` (:mod:`baselines.fsp.presets`), track 1.
+PRESETS.update({name: _resolved(preset) for name, preset in FSP_PRESETS.items()})
 
 
 def all_presets() -> dict[str, dict[str, Any]]:
