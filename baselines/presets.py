@@ -119,20 +119,24 @@ for _method in METHODS.values():
         _group = PRESETS
     _group.update({name: _resolved(preset) for name, preset in _method.presets.items()})
 
-#: Federated self-pretraining before ``fedavg`` (:mod:`baselines.fsp.presets`), track 1.
-PRESETS.update({name: _resolved(preset) for name, preset in FSP_PRESETS.items()})
+#: Track 1 after federated self-pretraining (:mod:`baselines.fsp.presets`), apart from
+#: :data:`PRESETS` because their logs open with the pre-training rounds.
+PRETRAINING_PRESETS: dict[str, dict[str, Any]] = {
+    name: _resolved(preset) for name, preset in FSP_PRESETS.items()
+}
 
 
 def all_presets() -> dict[str, dict[str, Any]]:
-    """Every preset, track 1, then track 2, then track 3."""
-    return {**PRESETS, **DP_PRESETS, **PERSONAL_PRESETS}
+    """Every preset, track 1 (with pre-training last), then track 2, then track 3."""
+    return {**PRESETS, **PRETRAINING_PRESETS, **DP_PRESETS, **PERSONAL_PRESETS}
 
 
 def preset_config(name: str, **overrides: Any) -> TrainConfig:
     """The configuration of a preset with some fields or options overridden.
 
     Args:
-        name: a key of :data:`PRESETS`, :data:`DP_PRESETS` or :data:`PERSONAL_PRESETS`.
+        name: a key of :data:`PRESETS`, :data:`PRETRAINING_PRESETS`, :data:`DP_PRESETS` or
+            :data:`PERSONAL_PRESETS`.
         **overrides: :class:`TrainConfig` fields or option keys to change (``None`` values are
             ignored, so unset command-line options keep the preset's value).
 

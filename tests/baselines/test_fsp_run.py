@@ -127,3 +127,26 @@ def test_pretraining_refuses_a_method_that_does_not_send_the_embedding(
                                         str(tmp_path / "run"), "--base", str(tiny_base),
                                         *OPTIONS])
     assert result.exit_code != 0 and "token embedding" in result.output
+
+
+def test_the_experiments_select_score_and_tabulate_the_fsp_runs(
+    run: Path, tiny_data: Path, tiny_base: Path
+) -> None:
+    from baselines.experiments import FSP, Experiment, run_experiment, selected
+    from baselines.fsp.report import fsp_table, read_fsp_run
+
+    assert [e.name for e in selected(FSP, "fsp-tm,fedadam")] == ["fedadam", "fsp-tm"]
+    with pytest.raises(ValueError, match="no such experiment"):
+        selected(FSP, "fsp-unknown")
+    # the run is finished, so the driver only scores it on the whole val split
+    run_experiment(Experiment(run.name, "fsp-fedadam"), tiny_data, run.parent, str(tiny_base),
+                   val_limit=2)
+    row = read_fsp_run(run)
+    log = rows(run)
+    assert (row.objectives, row.pretraining_strategy, row.strategy) == (
+        ("tm", "lm", "tlm"), "fedadam", "fedavg")
+    assert (row.pretraining_rounds, row.rounds) == (1, 1)
+    assert row.total_bytes == sum(r[3] for r in log)
+    assert row.pretraining_bytes == sum(r[3] for r in log if r[0] == 1)
+    assert row.val_anls == json.loads((run / "val.json").read_text())["anls"]
+    assert f"| run | tm+lm+tlm | fedadam | fedavg | 1 | 1 | {row.val_anls:.4f} |" in fsp_table([row])
