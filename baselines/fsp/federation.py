@@ -22,11 +22,13 @@ Only the in-process engine runs the phase.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from baselines.client_job import ClientUpdate
 from baselines.communication import CommunicationLog
 from baselines.config import TrainConfig
 from baselines.engine import FederatedSimulation, RunSummary
@@ -36,6 +38,7 @@ from baselines.parameters import get_values, set_values
 from baselines.run_directory import RunDirectory
 from baselines.server import FederatedServer
 from baselines.task import FederatedTask
+from baselines.wire import EncodedMessage
 
 #: the phase's sub-directory of the run directory.
 PRETRAINING_DIR = "pretraining"
@@ -85,17 +88,21 @@ class LaterRoundsServer(FederatedServer):
                          seed=server.seed)
         self.offset = offset
 
-    def receive(self, federated_round: int, client: int, *args: Any, **kwargs: Any) -> Any:
+    def receive(self, federated_round: int, client: int, broadcast: EncodedMessage,
+                reply: EncodedMessage, num_examples: int,
+                metrics: dict[str, float]) -> ClientUpdate:
         """:meth:`FederatedServer.receive`, logged in round ``offset + federated_round``."""
-        return super().receive(self.offset + federated_round, client, *args, **kwargs)
+        return super().receive(self.offset + federated_round, client, broadcast, reply,
+                               num_examples, metrics)
 
-    def lost(self, federated_round: int, client: int, broadcast: Any) -> None:
+    def lost(self, federated_round: int, client: int, broadcast: EncodedMessage) -> None:
         """:meth:`FederatedServer.lost`, logged in round ``offset + federated_round``."""
         super().lost(self.offset + federated_round, client, broadcast)
 
-    def round_row(self, federated_round: int, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    def round_row(self, federated_round: int, clients: list[int],
+                  results: Sequence[ClientUpdate], log_start: int) -> dict[str, Any]:
         """The round's metrics row, with its ``log_round``."""
-        row = super().round_row(federated_round, *args, **kwargs)
+        row = super().round_row(federated_round, clients, results, log_start)
         row["log_round"] = self.offset + federated_round
         return row
 

@@ -23,6 +23,7 @@ The number of bins is not stated by the pilot; ``LOCATION_BINS`` is UDOP's 500.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -76,17 +77,14 @@ class DenoisingVocabulary:
         Raises:
             KeyError: for a name that is not an added token.
         """
-        return self._ids()[name]
+        return self._ids[name]
 
+    @functools.cached_property
     def _ids(self) -> dict[str, int]:
-        """name -> id (built once per vocabulary)."""
-        cached = self.__dict__.get("_cache")
-        if cached is None:
-            names = [sentinel(kind, i) for kind in SENTINEL_KINDS for i in range(MAX_MASKED)]
-            names += [f"<loc_{v}>" for v in range(LOCATION_BINS)]
-            cached = {name: self.first_id + i for i, name in enumerate(names)}
-            object.__setattr__(self, "_cache", cached)
-        return cached
+        """name -> id."""
+        names = [sentinel(kind, i) for kind in SENTINEL_KINDS for i in range(MAX_MASKED)]
+        names += [f"<loc_{v}>" for v in range(LOCATION_BINS)]
+        return {name: self.first_id + i for i, name in enumerate(names)}
 
 
 def embedding_rows(model: nn.Module) -> int:

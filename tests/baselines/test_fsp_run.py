@@ -150,3 +150,26 @@ def test_the_experiments_select_score_and_tabulate_the_fsp_runs(
     assert row.pretraining_bytes == sum(r[3] for r in log if r[0] == 1)
     assert row.val_anls == json.loads((run / "val.json").read_text())["anls"]
     assert f"| run | tm+lm+tlm | fedadam | fedavg | 1 | 1 | {row.val_anls:.4f} |" in fsp_table([row])
+
+
+def test_a_resumed_run_ends_as_a_straight_one(
+    tmp_path: Path, tiny_data: Path, tiny_base: Path
+) -> None:
+    from safetensors.torch import load_file
+
+    shape = ("--preset", "fsp-fedavg", "--fsp-rounds", "1", "--clients-per-round", "1",
+             "--data", str(tiny_data), "--base", str(tiny_base), "--val-limit", "0",
+             "--threads", "1", "--no-progress")
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    for out, rounds in ((straight, "2"), (resumed, "1")):
+        result = CliRunner().invoke(train, [*shape, "--out", str(out), "--rounds", rounds])
+        assert result.exit_code == 0, result.output
+    result = CliRunner().invoke(train, [*shape, "--out", str(resumed), "--rounds", "2",
+                                        "--resume"])
+    assert result.exit_code == 0, result.output
+    assert rows(resumed) == rows(straight)
+    assert [r[0] for r in rows(resumed)] == [1, 1, 2, 2, 3, 3]
+    ours = load_file(resumed / "checkpoint" / "model.safetensors")
+    theirs = load_file(straight / "checkpoint" / "model.safetensors")
+    assert ours.keys() == theirs.keys()
+    assert all(bool((ours[name] == theirs[name]).all()) for name in ours)
