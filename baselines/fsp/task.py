@@ -28,6 +28,7 @@ from baselines.fsp.vocabulary import (
     drop_denoising_rows,
 )
 from baselines.task import FederatedTask
+from baselines.vt5_task import PageImages
 
 
 def build_pretraining_task(data_dir: str | Path, base: str | Path, *,
@@ -102,8 +103,6 @@ class DenoisingCollate:
 
     def __init__(self, processor: Any, vocabulary: DenoisingVocabulary,
                  objectives: tuple[str, ...]) -> None:
-        from baselines.vt5_task import PageImages
-
         self.processor = processor
         self.encoder = DenoisingEncoder(processor, vocabulary)
         self.objectives = objectives
