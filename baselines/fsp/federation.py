@@ -52,7 +52,7 @@ def pretraining_seed(seed: int) -> int:
 
 
 def pretraining_config(config: TrainConfig) -> TrainConfig:
-    """The phase's configuration: the run's, with the phase's rounds, clients and strategy.
+    """The phase's configuration: the run's, with the phase's rounds, clients, strategy and lr.
 
     Args:
         config: the run's configuration (``fsp_rounds`` > 0).
@@ -62,6 +62,7 @@ def pretraining_config(config: TrainConfig) -> TrainConfig:
         validation.
     """
     phase = config.build_pretraining()
+    local = {} if phase.lr is None else {"lr": phase.lr}
     return config.replace(
         rounds=phase.rounds,
         clients_per_round=phase.clients_per_round or config.clients_per_round,
@@ -70,6 +71,7 @@ def pretraining_config(config: TrainConfig) -> TrainConfig:
         seed=pretraining_seed(config.seed),
         val_limit=0,
         fsp_rounds=0,
+        **local,
     )
 
 
@@ -182,13 +184,15 @@ def declaration(phase: TrainConfig, config: TrainConfig) -> dict[str, Any]:
         config: the run's.
 
     Returns:
-        Rounds, clients per round, strategy, server learning rate, objectives and the log rounds.
+        Rounds, clients per round, strategy, server and local learning rates, objectives and
+        the log rounds.
     """
     return {
         "rounds": phase.rounds,
         "clients_per_round": phase.clients_per_round,
         "strategy": phase.strategy,
         "server_lr": phase.build_strategy().server_lr,
+        "lr": phase.get("lr"),
         "objectives": list(config.build_pretraining().objectives),
         "log_rounds": [1, phase.rounds],
     }

@@ -4,8 +4,8 @@ A run with ``fsp_rounds`` > 0 first pre-trains the model on its clients' pages w
 objectives (:mod:`baselines.fsp.objectives`), then fine-tunes it as configured. The pilot study
 (section 5.2) pre-trains for 10 rounds with the fine-tuning's clients per round, and uses an
 adaptive server optimiser during pre-training only (FedAdam or FedAvgM, then FedAvg), so the
-phase has its own strategy and server learning rate; the other strategy options (momentum,
-betas, tau) and the local optimiser are the run's.
+phase has its own strategy and server learning rate, and may have its own local learning rate;
+the other strategy options (momentum, betas, tau) and the local optimiser are the run's.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ class PretrainingOptions:
         strategy: server strategy of the pre-training rounds (unset: the run's).
         server_lr: server learning rate of the pre-training rounds (unset: that strategy's
             default).
+        lr: the clients' local learning rate while pre-training (unset: the run's).
     """
 
     key_prefix: ClassVar[str] = "fsp_"
@@ -39,6 +40,7 @@ class PretrainingOptions:
     clients_per_round: int | None = None
     strategy: str | None = option(None, choices=tuple(STRATEGIES))
     server_lr: float | None = None
+    lr: float | None = None
 
     def __post_init__(self) -> None:
         if self.rounds < 0:
@@ -51,8 +53,9 @@ class PretrainingOptions:
             raise ValueError(f"--fsp-clients-per-round must be >= 1, got {self.clients_per_round}")
         if self.strategy is not None and self.strategy not in STRATEGIES:
             raise ValueError(f"--fsp-strategy {self.strategy!r}: choose one of {sorted(STRATEGIES)}")
-        if self.server_lr is not None and not self.server_lr > 0:
-            raise ValueError(f"--fsp-server-lr must be > 0, got {self.server_lr}")
+        for flag, value in (("--fsp-server-lr", self.server_lr), ("--fsp-lr", self.lr)):
+            if value is not None and not value > 0:
+                raise ValueError(f"{flag} must be > 0, got {value}")
 
 
 class PretrainingPhase:

@@ -59,6 +59,7 @@ def test_the_log_holds_the_pretraining_round_then_the_fine_tuning_round(run: Pat
     assert submission["total_bytes"] == sum(r[3] for r in log)
     assert submission["rounds"] == 1 and submission["pretraining"] == {
         "rounds": 1, "clients_per_round": 2, "strategy": "fedadam", "server_lr": 1e-3,
+        "lr": 2e-4,
         "objectives": ["tm", "lm", "tlm"], "log_rounds": [1, 1], "added_tokens": ADDED}
     phase = json.loads((run / "pretraining" / "submission.json").read_text())
     assert phase["total_bytes"] == sum(r[3] for r in log if r[0] == 1)
