@@ -126,6 +126,8 @@ def train(
     presets (dp-fedavg, dp-lora) also write privacy.json (check it with `pflkit dp verify`);
     the track-3 presets (fedavg-ft, local-only) also write personal/client_{k}.safetensors
     (score them with `pflkit evaluate RUN_DIR/checkpoint --split test --personal RUN_DIR/personal`).
+    With --fsp-rounds N (the fsp-* presets) the run first pre-trains for N federated rounds on the
+    clients' pages (RUN_DIR/pretraining/); their messages open the same communication log.
     """
     import os
 
@@ -148,7 +150,7 @@ def train(
         torch.set_num_threads(threads)
 
     from baselines.config import TrainConfig, all_option_specs
-    from baselines.engine import FederatedSimulation
+    from baselines.fsp.federation import build_federation
     from baselines.presets import all_presets, preset_config
     from baselines.run_directory import RunDirectory
     from baselines.vt5_task import build_vt5_task
@@ -200,7 +202,8 @@ def train(
             eval_batch_size=config.eval_batch_size,
             progress=not no_progress,
         )
-        simulation = FederatedSimulation(config, task, run_dir, progress=not no_progress)
+        simulation = build_federation(config, task, run_dir, data_dir=data_dir, base=base,
+                                      progress=not no_progress)
     except (ValueError, FileNotFoundError) as error:
         raise click.ClickException(str(error)) from error
     run_dir.write_config(
@@ -218,6 +221,8 @@ def _train_on_flower(config: TrainConfig, run_dir: Any, *, data_dir: str, base: 
     from baselines.flower.cli import flower_command, run_on_flower
     from benchmark.data.reader import count_clients
 
+    if config.build_pretraining().rounds:
+        raise ValueError("--fsp-rounds runs on the in-process engine only (--engine in-process)")
     flower_command("flwr")
     if num_clients is None:
         num_clients = count_clients(data_dir)

@@ -4,7 +4,8 @@ The run's shape (rounds, clients per round, local epochs, batch size, seed, eval
 each; the method, strategy and local optimiser are names of their registries
 (:data:`~baselines.methods.METHODS`, :data:`~baselines.strategies.STRATEGIES`,
 :data:`~baselines.optimizers.OPTIMIZERS`), and ``options`` holds the values of the options those
-components own (:mod:`baselines.options`), so nothing here mirrors a component's fields: a new
+components and the federated pre-training phase (:mod:`baselines.fsp.options`) own
+(:mod:`baselines.options`), so nothing here mirrors a component's fields: a new
 method's options are configured without editing this module.
 """
 
@@ -15,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from baselines.fsp.options import PretrainingOptions, PretrainingPhase
 from baselines.methods import METHODS, Method, RunShape
 from baselines.optimizers import OPTIMIZERS, Optimizer
 from baselines.options import OptionSpec, build_options, option_specs
@@ -95,6 +97,8 @@ class TrainConfig:
         self.build_strategy()
         self.build_optimizer()
         method = self.build_method()
+        PretrainingPhase.check_method(self.build_pretraining(), method=self.method,
+                                      private=method.private, personal=method.personal)
         if self.rounds == 0 and not method.personalises():
             raise ValueError(
                 "rounds must be >= 1: a run of 0 rounds trains nothing unless its method "
@@ -166,7 +170,7 @@ class TrainConfig:
     def option_specs(self) -> dict[str, OptionSpec]:
         """The options of this run's method, strategy and optimiser, by key."""
         return run_option_specs(METHODS[self.method], STRATEGIES[self.strategy],
-                                OPTIMIZERS[self.optimizer])
+                                OPTIMIZERS[self.optimizer], PretrainingPhase)
 
     def build_strategy(self) -> Strategy:
         """The configured server strategy."""
@@ -183,6 +187,10 @@ class TrainConfig:
     def build_optimizer(self) -> Optimizer:
         """The configured local optimiser."""
         return OPTIMIZERS[self.optimizer].from_options(self.options)
+
+    def build_pretraining(self) -> PretrainingOptions:
+        """The options of the federated pre-training phase (``fsp_rounds`` 0: none)."""
+        return build_options(PretrainingOptions, self.options)
 
     def build_codec(self) -> WireCodec:
         """The configured wire format."""
@@ -215,4 +223,5 @@ def run_option_specs(*components: type) -> dict[str, OptionSpec]:
 
 def all_option_specs() -> dict[str, OptionSpec]:
     """The options of every registered method, strategy and optimiser (``pflkit train``)."""
-    return run_option_specs(*METHODS.values(), *STRATEGIES.values(), *OPTIMIZERS.values())
+    return run_option_specs(*METHODS.values(), *STRATEGIES.values(), *OPTIMIZERS.values(),
+                            PretrainingPhase)

@@ -21,6 +21,13 @@ Two global-only rows come without training: ``base`` (the shipped base) and ``fe
 global model of the ``fedavg-ft`` run (when it is there), which is the ``fedavg`` preset's model
 bit for bit (the fine-tuning comes after its 10 rounds), with its 10 rounds' bytes.
 
+``--track fsp`` runs issue 16's federated self-pretraining table (not part of ``all``; run
+directories ``OUT/<name>``, ``--only`` trains some of them): ``fedavg``, ``fedadam`` and
+``fedavgm`` without pre-training, the same after 10 FSP rounds with that server optimiser while
+pre-training and FedAvg while fine-tuning (the pilot study's protocol), and FSP (FedAvg) with
+each objective alone; every run fine-tunes for the ``fedavg`` preset's 10 rounds and samples
+the same clients in them. Writes ``OUT/fsp.md`` (:mod:`baselines.fsp.report`).
+
 ``--track optimiser`` runs issue 15's comparisons (not part of ``all``): ``fedavg`` and
 ``fedshampoo`` trained one round at a time with every round's checkpoint scored on the whole val
 and test splits (:mod:`baselines.round_scores`; ``OUT/optimiser_track1.md`` with the rounds and
@@ -44,6 +51,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from baselines.fsp.report import fsp_table, read_fsp_run
 from baselines.personal_report import (
     SCORES,
     PersonalReport,
@@ -109,6 +117,25 @@ CLGECL_TRACK2 = tuple(
     Experiment(f"{row}-eps{epsilon}", preset, (*options, "--epsilon", str(epsilon)))
     for row, (preset, options) in CLGECL_ROWS.items()
     for epsilon in EPSILONS
+)
+
+
+#: The pilot study's server settings (section 5.2): FedAdam at eta_s 1e-3 and epsilon (the kit's
+#: tau) 1e-5; FedAvgM with momentum 0.9 as an exponential average, m_t = 0.9 m_{t-1} + 0.1
+#: Delta_t, which is the kit's v_t = 0.9 v_{t-1} + Delta_t at server lr 0.1.
+FEDADAM = ("--server-lr", "1e-3", "--tau", "1e-5")
+FEDAVGM = ("--server-lr", "0.1", "--server-momentum", "0.9")
+#: Issue 16: FSP on and off at equal fine-tuning rounds (the ``fedavg`` preset's 10).
+FSP = (
+    Experiment("fedavg", "fedavg"),
+    Experiment("fedadam", "fedavg", ("--strategy", "fedadam", *FEDADAM)),
+    Experiment("fedavgm", "fedavg", ("--strategy", "fedavgm", *FEDAVGM)),
+    Experiment("fsp-fedavg", "fsp-fedavg"),
+    Experiment("fsp-fedadam", "fsp-fedadam"),
+    Experiment("fsp-fedavgm", "fsp-fedavg", ("--fsp-strategy", "fedavgm", "--fsp-server-lr", "0.1",
+                                             "--server-momentum", "0.9")),
+    *(Experiment(f"fsp-{objective}", "fsp-fedavg", ("--fsp-objectives", objective))
+      for objective in ("tm", "lm", "tlm")),
 )
 
 
@@ -369,23 +396,44 @@ def selected(experiments: Sequence[Experiment], only: str | None) -> tuple[Exper
     return tuple(e for e in experiments if short_name(e) in names)
 
 
+def fsp_experiments(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """Issue 16: train (or keep) the selected :data:`FSP` runs, then tabulate every finished one."""
+    try:
+        experiments = selected(FSP, args.only)
+    except ValueError as error:
+        parser.error(str(error))
+    args.out.mkdir(parents=True, exist_ok=True)
+    with ThreadPoolExecutor(max_workers=args.parallel) as pool:
+        list(pool.map(lambda e: run_experiment(e, args.data, args.out, args.base,
+                                               args.val_limit), experiments))
+    rows = [read_fsp_run(args.out / e.name) for e in FSP
+            if (args.out / e.name / "val.json").is_file()]
+    (args.out / "fsp.md").write_text(fsp_table(rows), encoding="utf-8")
+    print(fsp_table(rows))
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the experiments, then write the tables and plots."""
     parser = argparse.ArgumentParser(prog="python -m baselines.experiments",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="benchmark directory")
     parser.add_argument("--out", type=Path, required=True, help="where the runs go")
-    parser.add_argument("--track", choices=("1", "2", "3", "optimiser", "all"), default="all",
-                        help="optimiser: issue 15's runs (fedshampoo, dp-clgecl), not in all")
+    parser.add_argument("--track", choices=("1", "2", "3", "optimiser", "fsp", "all"),
+                        default="all", help="optimiser: issue 15's runs (fedshampoo, "
+                        "dp-clgecl); fsp: issue 16's federated self-pretraining; not in all")
     parser.add_argument("--base", default="base", help="pre-trained checkpoint (default: base)")
     parser.add_argument("--parallel", type=int, default=2, help="runs at a time")
     parser.add_argument("--val-limit", type=int, default=100,
                         help="questions validated after each round")
-    parser.add_argument("--only", help="track 3: train only these (comma-separated, e.g. "
-                        "pfedcr,lora-10rounds); --track optimiser: these run names only")
+    parser.add_argument("--only", help="track 3 and fsp: train only these (comma-separated, "
+                        "e.g. pfedcr,lora-10rounds or fsp-fedavg,fsp-tm); --track optimiser: "
+                        "these run names only")
     args = parser.parse_args(argv)
     if args.track == "optimiser":
         optimiser_experiments(args)
+        return
+    if args.track == "fsp":
+        fsp_experiments(args, parser)
         return
     if args.track == "3":
         try:

@@ -25,6 +25,9 @@ competition sampled about 50, a ``mini`` client holds 12 to 18 providers so m = 
 server learning rate 1 that noise (0.12 to 0.30 per coordinate and round) wiped out the tiny
 model at every epsilon (val ANLS 0.0). The privacy guarantee does not depend on it.
 
+- ``fsp-fedavg``, ``fsp-fedadam``: ``fedavg`` after 10 rounds of federated self-pretraining on the
+  clients' pages (:mod:`baselines.fsp`), the second with FedAdam on the server while pre-training.
+
 A preset is data: the method, strategy and local optimiser by name, the run's shape, and any
 option key of those components (:mod:`baselines.options`). Command-line options override it
 key by key. A method file may bring its own presets (``Method.presets``); they are added here,
@@ -37,6 +40,7 @@ from __future__ import annotations
 from typing import Any
 
 from baselines.config import TrainConfig
+from baselines.fsp.presets import FSP_PRESETS
 from baselines.methods import METHODS
 from baselines.optimizers import OPTIMIZERS
 from benchmark.tracks import PRIVACY
@@ -115,17 +119,24 @@ for _method in METHODS.values():
         _group = PRESETS
     _group.update({name: _resolved(preset) for name, preset in _method.presets.items()})
 
+#: Track 1 after federated self-pretraining (:mod:`baselines.fsp.presets`), apart from
+#: :data:`PRESETS` because their logs open with the pre-training rounds.
+PRETRAINING_PRESETS: dict[str, dict[str, Any]] = {
+    name: _resolved(preset) for name, preset in FSP_PRESETS.items()
+}
+
 
 def all_presets() -> dict[str, dict[str, Any]]:
-    """Every preset, track 1, then track 2, then track 3."""
-    return {**PRESETS, **DP_PRESETS, **PERSONAL_PRESETS}
+    """Every preset, track 1 (with pre-training last), then track 2, then track 3."""
+    return {**PRESETS, **PRETRAINING_PRESETS, **DP_PRESETS, **PERSONAL_PRESETS}
 
 
 def preset_config(name: str, **overrides: Any) -> TrainConfig:
     """The configuration of a preset with some fields or options overridden.
 
     Args:
-        name: a key of :data:`PRESETS`, :data:`DP_PRESETS` or :data:`PERSONAL_PRESETS`.
+        name: a key of :data:`PRESETS`, :data:`PRETRAINING_PRESETS`, :data:`DP_PRESETS` or
+            :data:`PERSONAL_PRESETS`.
         **overrides: :class:`TrainConfig` fields or option keys to change (``None`` values are
             ignored, so unset command-line options keep the preset's value).
 

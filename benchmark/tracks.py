@@ -10,6 +10,12 @@ personal test questions (:mod:`benchmark.data.personal`) and the ranking is the 
 personalised ANLS weighted by questions (:mod:`benchmark.evaluation.personal`), with the global
 model's unseen-provider ANLS and the total bytes shown beside it.
 
+Track 1's bytes are every message of the communication log, federated pre-training rounds
+included: pre-training on the clients' documents (``pflkit train --fsp-rounds``) is federated
+training, its messages are logged before the fine-tuning rounds and count in the total; a run
+that pre-trains on client data without logging it breaks the rules like any unlogged training.
+Track 2 takes no pre-training phase (its privacy declaration would not cover it).
+
 The submission writer (``baselines.submission``), the evaluator (upload checks, worker) and the
 leaderboard (ranking, pages, exports) read this module. A new track is one more :class:`Track`
 in :data:`TRACKS`, plus its scoring step in the evaluator's worker (for the parts only it

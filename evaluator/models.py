@@ -255,6 +255,16 @@ class PersonalMetadata(BaseModel):
     log_round: int | None = Field(default=None, ge=0, le=1_000_000)
 
 
+class PretrainingMetadata(BaseModel):
+    """``submission.json``'s ``pretraining``: federated pre-training rounds logged before the
+    fine-tuning rounds (``evaluator.validation.commlog``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    rounds: int = Field(ge=1, le=1_000_000)
+    clients_per_round: int = Field(ge=1, le=100_000)
+
+
 class SubmissionMetadata(BaseModel):
     """The ``metadata`` part of an upload (``submission.json`` of a run directory).
 
@@ -271,6 +281,7 @@ class SubmissionMetadata(BaseModel):
     rounds: int | None = Field(default=None, ge=0, le=1_000_000)
     sampling: Literal["fixed", "poisson"] | None = None
     personal: PersonalMetadata | None = None
+    pretraining: PretrainingMetadata | None = None
 
 
 # Scores participants see: 4 decimals, as the competition published them.

@@ -196,7 +196,7 @@ class VT5Processor:
                 )
             ids = list(prompt[:-1])
             token_boxes = list(PROMPT_BOX) * len(ids)
-            buckets = self._buckets(page_boxes)
+            buckets = self.box_buckets(page_boxes)
             for word, bucket in zip(page_words, buckets, strict=True):
                 if len(ids) >= limit:
                     break
@@ -210,7 +210,7 @@ class VT5Processor:
             lengths.append(len(ids))
         return {"input_ids": all_ids, "input_boxes": all_boxes, "n_tokens": lengths}
 
-    def _buckets(self, page_boxes: Sequence[Sequence[float]]) -> list[list[int]]:
+    def box_buckets(self, page_boxes: Sequence[Sequence[float]]) -> list[list[int]]:
         """Integer bucket ids of [0, 1] boxes: truncation of `coordinate * box_scale`."""
         if len(page_boxes) == 0:
             return []

@@ -2,7 +2,14 @@
 
 Format and row rules: :mod:`benchmark.communication_log` (the engine writes with the same
 module). Track 1 ranks on the total bytes exchanged in
-both directions (PFL-DocVQA competition rules).
+both directions (PFL-DocVQA competition rules), every round of the log included.
+
+A run with a federated pre-training phase (``submission.json``'s ``pretraining``: rounds P and
+clients per round) logs the pre-training rounds first, then the declared fine-tuning rounds (then,
+track 3, the personalisation round): the first P rounds of the log must each involve the
+declared pre-training clients, the rest must be the declared fine-tuning rounds. The declaration
+only says which rounds are which; it never takes a message out of the total. Track 2 refuses it:
+pre-training on the clients' documents is outside what a privacy declaration accounts for.
 """
 
 from __future__ import annotations
@@ -105,6 +112,8 @@ def parse_log(
     max_messages_per_round: int | None = None,
     personal_round: int | None = None,
     allow_empty: bool = False,
+    pretraining_rounds: int | None = None,
+    pretraining_clients_per_round: int | None = None,
 ) -> CommunicationTally:
     """Read, validate and tally a communication log.
 
@@ -123,6 +132,10 @@ def parse_log(
             model goes to the clients that personalise it; it must be the log's last round, is
             not counted in ``rounds`` and may involve any number of clients.
         allow_empty: accept a log without messages (track 3's ``local-only``: nothing sent).
+        pretraining_rounds: the log's first rounds are this many pre-training rounds, not
+            counted in ``rounds`` (their bytes count in the total like any other).
+        pretraining_clients_per_round: with ``pretraining_rounds``, the distinct clients each
+            pre-training round must involve.
 
     Returns:
         The tally.
@@ -193,7 +206,10 @@ def parse_log(
             tally.clients.add(sender)
     if not tallies and not allow_empty:
         raise InvalidSubmission(PART, "the log has a header but no messages")
-    federated = _without_personal_round(tallies, personal_round)
+    federated = _without_pretraining_rounds(
+        _without_personal_round(tallies, personal_round),
+        pretraining_rounds, pretraining_clients_per_round,
+    )
     _check_consistency(
         federated, clients_per_round=clients_per_round, rounds=rounds, sampling=sampling
     )
@@ -215,6 +231,27 @@ def _without_personal_round(
             f"to the clients) but the log's last round is {last}",
         )
     return tallies[:-1]
+
+
+def _without_pretraining_rounds(
+    tallies: list[RoundTally], rounds: int | None, clients_per_round: int | None
+) -> list[RoundTally]:
+    """The fine-tuning rounds: every round after the declared pre-training rounds, which must
+    come first and each involve the declared pre-training clients."""
+    if not rounds:
+        return tallies
+    if len(tallies) <= rounds:
+        raise InvalidSubmission(
+            PART, f"the metadata declares {rounds} pre-training rounds before fine-tuning, but "
+            f"the log holds {len(tallies)} rounds in all",
+        )  # fmt: skip
+    for tally in tallies[:rounds]:
+        if clients_per_round is not None and len(tally.clients) != clients_per_round:
+            raise InvalidSubmission(
+                PART, f"pre-training round {tally.round}: {len(tally.clients)} clients took part "
+                f"but {clients_per_round} per pre-training round are declared",
+            )  # fmt: skip
+    return tallies[rounds:]
 
 
 def _row_values(row: list[str], number: int) -> tuple[int, int, int, int]:
@@ -269,9 +306,10 @@ def _check_consistency(
 def declared_shape(metadata: Any, track: Any) -> dict[str, Any]:
     """What a submission's metadata declares about its log, as :func:`parse_log` options.
 
-    Rounds, clients per round and sampling for every track; for a track with personalisations
-    (track 3), the round that sends the final model for personalisation
-    (``personal.log_round``) and an empty log (a run that sends nothing, ``local-only``).
+    Rounds, clients per round and sampling for every track; the pre-training rounds before
+    them (``pretraining``), except in track 2; for a track with personalisations (track 3), the
+    round that sends the final model for personalisation (``personal.log_round``) and an empty
+    log (a run that sends nothing, ``local-only``).
 
     Args:
         metadata: the validated ``SubmissionMetadata``.
@@ -279,9 +317,21 @@ def declared_shape(metadata: Any, track: Any) -> dict[str, Any]:
 
     Returns:
         Keyword arguments of :func:`parse_log`.
+
+    Raises:
+        InvalidSubmission: a track-2 submission that declares pre-training.
     """
     personal = "personal" in track.parts
     log_round = metadata.personal.log_round if personal and metadata.personal else None
+    pretraining = metadata.pretraining
+    if pretraining is not None and "privacy" in track.parts:
+        raise InvalidSubmission(
+            "metadata", "track 2 does not take a pre-training phase: pre-training on the "
+            "clients' documents is outside what the privacy declaration accounts for",
+        )  # fmt: skip
     return {"clients_per_round": metadata.clients_per_round, "rounds": metadata.rounds,
             "sampling": metadata.sampling, "personal_round": log_round,
-            "allow_empty": personal}  # fmt: skip
+            "allow_empty": personal,
+            "pretraining_rounds": pretraining.rounds if pretraining else None,
+            "pretraining_clients_per_round":
+                pretraining.clients_per_round if pretraining else None}  # fmt: skip

@@ -49,13 +49,14 @@ def small_reference(tmp_path_factory, tiny_benchmark: Path) -> Path:  # type: ig
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, tiny_benchmark: Path, small_reference: Path) -> dict[str, Path]:  # type: ignore[no-untyped-def]
-    """An honest LoRA run (NF4 on the wire) and an honest full fine-tune (fp32), one round."""
+    """An honest LoRA run (NF4 on the wire), an honest full fine-tune (fp32), one round, and the
+    full fine-tune after one round of federated self-pretraining."""
     root = tmp_path_factory.mktemp("binding-runs")
     out = {}
-    for preset in ("lora-nf4", "fedavg"):
+    for preset, extra in (("lora-nf4", ()), ("fedavg", ()), ("fsp-fedavg", ("--fsp-rounds", "1"))):
         result = CliRunner().invoke(train, ["--method", preset, "--data", str(tiny_benchmark),
                                             "--out", str(root / preset), "--base",
-                                            str(small_reference), *TRAIN])  # fmt: skip
+                                            str(small_reference), *TRAIN, *extra])  # fmt: skip
         assert result.exit_code == 0, result.output
         out[preset] = root / preset
     return out
@@ -130,6 +131,39 @@ def test_honest_runs_are_bound_and_scored(
     assert lora == {"messages": 2, "changed": len(adapters) + 8, "adapted": len(adapters),
                     "max_rank": 2}  # fmt: skip
     assert full["adapted"] == 0 and full["changed"] > lora["changed"]
+
+
+def test_a_run_with_pretraining_rounds_is_bound_and_scored(
+    runner: JobRunner, teams: dict, runs: dict
+) -> None:
+    run = runs["fsp-fedavg"]
+    messages = records(run)
+    assert [m["federated_round"] for m in messages] == [1, 1, 2, 2]
+    # the pre-training messages carry the embedding with the added rows: more than its
+    # reference size, which the binding accepts (a message may claim more, never less)
+    assert messages[0]["amount_of_bytes"] > messages[2]["amount_of_bytes"]
+    assert outcome(runner, store(runner, teams["alpha"], run)) == ("finished", None)
+
+
+def test_pretraining_bytes_cannot_be_left_out_of_the_total(
+    runner: JobRunner, teams: dict, runs: dict
+) -> None:
+    run = runs["fsp-fedavg"]
+    messages = records(run)
+    meta = json.loads((run / "submission.json").read_text())
+    fine_tuning = sum(m["amount_of_bytes"] for m in messages if m["federated_round"] == 2)
+    status, reason = outcome(runner, store(runner, teams["alpha"], run,
+                                           meta={**meta, "total_bytes": fine_tuning}))
+    assert status == "rejected" and reason.startswith(
+        f"metadata: total_bytes is {fine_tuning} but the log sums to {meta['total_bytes']}")
+    later = [m for m in messages if m["federated_round"] == 2]
+    csv = "federated_round,sender,receiver,amount_of_bytes\n" + "".join(
+        f"{m['federated_round']},{m['sender']},{m['receiver']},{m['amount_of_bytes']}\n"
+        for m in later)
+    details = "".join(json.dumps(m) + "\n" for m in later)
+    status, reason = outcome(runner, store(runner, teams["alpha"], run, csv=csv, details=details,
+                                           meta={**meta, "total_bytes": fine_tuning}))
+    assert status == "rejected" and "1 pre-training rounds before fine-tuning" in reason
 
 
 def test_full_fine_tune_with_a_lora_sized_log_is_rejected(

@@ -135,3 +135,26 @@ def test_an_empty_log_only_where_allowed(tmp_path: Path) -> None:
     assert tally.total_bytes == 0 and tally.rounds == []
     with pytest.raises(InvalidSubmission, match="personal.log_round 1 .* last round is none"):
         parse_log(path, personal_round=1, allow_empty=True, **LIMITS)
+
+
+def test_pretraining_rounds_come_first_count_in_the_total_and_keep_their_shape(
+    tmp_path: Path,
+) -> None:
+    pre = [f"1,-1,{k},1200\n1,{k},-1,1200" for k in (3, 4, 5)]  # 3 clients, bigger messages
+    fine = [f"{r},-1,{k},1000\n{r},{k},-1,1000" for r in (2, 3) for k in (0, 7)]
+    final = [f"4,-1,{k},1000" for k in range(10)]  # track 3's personalisation round
+    path = _write(tmp_path, "\n".join([LOG_HEADER, *pre, *fine, *final]) + "\n")
+    shape = {"clients_per_round": 2, "rounds": 2, "personal_round": 4}
+    tally = parse_log(path, pretraining_rounds=1, pretraining_clients_per_round=3, **shape,
+                      **LIMITS)
+    assert [r["round"] for r in tally.per_round()] == [1, 2, 3, 4]
+    assert tally.total_bytes == 6 * 1200 + 8 * 1000 + 10 * 1000
+    with pytest.raises(InvalidSubmission, match="holds 3 rounds but the metadata declares 2"):
+        parse_log(path, **shape, **LIMITS)
+    with pytest.raises(InvalidSubmission, match="pre-training round 1: 3 clients .* 2 per"):
+        parse_log(path, pretraining_rounds=1, pretraining_clients_per_round=2, **shape, **LIMITS)
+    with pytest.raises(InvalidSubmission, match="round 2: 2 clients took part but 3 per round"):
+        parse_log(path, pretraining_rounds=1, pretraining_clients_per_round=3,
+                  **{**shape, "clients_per_round": 3}, **LIMITS)
+    with pytest.raises(InvalidSubmission, match="declares 3 pre-training rounds .* 3 rounds"):
+        parse_log(path, pretraining_rounds=3, pretraining_clients_per_round=3, **shape, **LIMITS)
