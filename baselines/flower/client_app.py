@@ -18,7 +18,8 @@ it:
 What the method keeps per client (``ClientJob.state``) is kept in ``Context.state`` between
 rounds as well, so a node keeps it whether Flower runs the app in one process or a fresh one per
 message. The personalisation starts from that state and does not write its result back, so a
-personalisation repeated (the run resumed after a fault) starts from the rounds' state again. A node that is sent a client it does not hold answers an error (the server reports it).
+personalisation repeated (the run resumed after a fault) starts from the rounds' state again.
+A node that is sent a client it does not hold answers an error (the server reports it).
 """
 
 from __future__ import annotations

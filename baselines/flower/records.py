@@ -4,9 +4,10 @@ A broadcast or an update travels as one ``ConfigRecord`` whose ``payload`` is th
 message (:class:`~baselines.wire.EncodedMessage`, a safetensors file) byte for byte, beside the
 few fields the receiver needs to decode and log it. A client's personalisation (track 3) comes
 back as an ``ArrayRecord`` of its state: the tensors its personal model is built from, which are
-the submission's, not a federated message (the kit's log has nothing coming back). What Flower adds (the message's metadata, the
-record and the object tree it sends the content as) is measured by deflating the message the way
-Flower does before sending (:func:`flower_bytes`), not estimated.
+the submission's, not a federated message (the kit's log has nothing coming back). What Flower
+adds (the message's metadata, the record and the object tree it sends the content as) is
+measured by deflating the message the way Flower does before sending (:func:`flower_bytes`),
+not estimated.
 """
 
 from __future__ import annotations
