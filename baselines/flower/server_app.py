@@ -301,11 +301,12 @@ class DeployedFederation(FederatedSimulation):
                     continue
                 self._fault(federated_round, client, outcome.reason)
                 if self.settings.on_failure == "fail":
+                    held = (f"round {federated_round - 1}" if federated_round <= self.config.rounds
+                            else "every round and the clients personalised so far")
                     raise FederationFault(
                         f"round {federated_round}: client {client} failed ({outcome.reason}); "
-                        f"the run directory holds round {federated_round - 1} (with the clients "
-                        "personalised before, after the last round): restart the client's "
-                        "SuperNode and continue with --resume (or choose --on-failure drop|wait)"
+                        f"the run directory holds {held}: restart the client's SuperNode and "
+                        "continue with --resume (or choose --on-failure drop|wait)"
                     )
                 if self.settings.on_failure == "drop":
                     yield client, None
