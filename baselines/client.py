@@ -4,7 +4,8 @@
 (:class:`baselines.engine.FederatedSimulation`) holds one for every client of the federation;
 a Flower ``ClientApp`` (:mod:`baselines.flower.client_app`) holds one for the single client whose
 files its node reads. Both call :meth:`FederatedClient.fit` with the server's encoded message and
-send back the encoded message it returns, so both engines train, seed and serialise alike.
+send back the encoded message it returns, so both engines train, seed and serialise alike; after
+the last round both call :meth:`FederatedClient.personalise` for a track-3 method.
 """
 
 from __future__ import annotations
@@ -24,7 +25,12 @@ from baselines.communication import encode_message
 from baselines.config import TrainConfig
 from baselines.local_training import LocalTrainer, chain_step_hooks, clip_grad_norm, clip_grad_value
 from baselines.methods import Method
-from baselines.parameters import CommunicatedParameters, select_communicated, set_values
+from baselines.parameters import (
+    CommunicatedParameters,
+    get_values,
+    select_communicated,
+    set_values,
+)
 from baselines.wire import EncodedMessage, WireCodec
 
 if TYPE_CHECKING:
@@ -195,3 +201,33 @@ class FederatedClient:
         seconds = time.perf_counter() - tic
         return ClientReply(encode_message(self.codec, update.delta), update.num_examples,
                            update.metrics, seconds)
+
+    def held_weights(self) -> dict[str, torch.Tensor]:
+        """The communicated values the party's model holds now (after 0 rounds: the base)."""
+        return get_values(self.model, self.parameters)
+
+    def personalise(self, federated_round: int, client: int,
+                    received: dict[str, torch.Tensor]) -> float:
+        """A client's local work after the last round (``Method.personalise``), from ``received``.
+
+        The result stays in the client's state (``self.states[client]``), which is what its
+        personal model is built from. The model is left holding ``received``, so the next client
+        of this party starts from the same weights (after 0 rounds nothing is sent and a node
+        personalises from :meth:`held_weights`).
+
+        Args:
+            federated_round: R + 1 (the round the final global model is sent in).
+            client: the client id.
+            received: the final global weights as the client decoded them (the base after 0
+                rounds).
+
+        Returns:
+            Wall seconds of the method's personalisation.
+        """
+        job = self.job(federated_round, client, received)
+        self.trainer.description = f"personalising client {client}"
+        tic = time.perf_counter()
+        self.method.personalise(job)
+        seconds = time.perf_counter() - tic
+        set_values(self.model, self.parameters, received)
+        return seconds

@@ -263,26 +263,43 @@ class FederatedSimulation:
         """Every client not in ``done`` runs ``Method.personalise``; yields each when finished.
 
         The final global weights are sent to each client as round R + 1 (after 0 rounds the
-        clients hold them already: the base) and are back in the model at the end.
+        clients hold them already: the base, and nothing is sent), logged when the client is
+        done, in client order; the weights are back in the model at the end.
         """
-        from tqdm.auto import tqdm
-
         federated_round = self.config.rounds + 1
         broadcast = self.channel.encode(weights) if self.config.rounds > 0 else None
         left = [client for client in range(self.task.num_clients) if client not in done]
-        for client in tqdm(left, desc="personalising", unit="client", disable=not self.progress):
-            received = weights
+        for client, seconds in self.personalise_clients(federated_round, left, broadcast,
+                                                        weights):
             if broadcast is not None:
-                received = self.channel.deliver(broadcast, federated_round=federated_round,
-                                                sender=SERVER, receiver=client)
-            job = self.clients.job(federated_round, client, received)
-            self.trainer.description = f"personalising client {client}"
-            tic = time.perf_counter()
-            self.method.personalise(job)
-            timing["personalisation"] = timing.get("personalisation", 0.0) + (
-                time.perf_counter() - tic)
-            set_values(self.model, self.parameters, weights)
+                self.channel.record(broadcast, federated_round=federated_round, sender=SERVER,
+                                    receiver=client)
+            timing["personalisation"] = timing.get("personalisation", 0.0) + seconds
             yield client
+        set_values(self.model, self.parameters, weights)
+
+    def personalise_clients(self, federated_round: int, clients: list[int],
+                            broadcast: EncodedMessage | None,
+                            weights: dict[str, torch.Tensor]) -> Iterator[tuple[int, float]]:
+        """Each client's personalisation, yielded in the order of ``clients`` with its seconds.
+
+        In process: each client's :meth:`FederatedClient.personalise` in turn, its result in
+        ``self.client_states``. Another engine (the Flower ``ServerApp``) overrides this to run
+        it on the clients' nodes and put the states they send back into ``self.client_states``.
+
+        Args:
+            federated_round: R + 1.
+            clients: the clients left to personalise.
+            broadcast: the final global weights as encoded for the clients (``None`` after 0
+                rounds: each client starts from the base it holds, ``weights``).
+            weights: the final global weights.
+        """
+        from tqdm.auto import tqdm
+
+        for client in tqdm(clients, desc="personalising", unit="client",
+                           disable=not self.progress):
+            received = weights if broadcast is None else self.channel.codec.decode(broadcast)
+            yield client, self.clients.personalise(federated_round, client, received)
 
     def fit_round(self, federated_round: int, clients: list[int],
                   broadcast: EncodedMessage) -> list[ClientReply | None]:

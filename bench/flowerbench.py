@@ -11,7 +11,9 @@ Runs one configuration three times from Flower's environment (``make flower-setu
 It prints, per engine: the command's wall time end to end, the round loop's wall time and its
 client-training time (as the run directory records them), whether the communication log equals
 the in-process one, the largest difference of the final global weights, and Flower's bytes per
-message beside the payload (``RUN_DIR/flower_messages.jsonl``).
+message beside the payload (``RUN_DIR/flower_messages.jsonl``), the machine's 1-minute load average
+when each engine started and ended (the seconds are only comparable under the same load), and the
+ratios of each Flower engine's loop and command time to the in-process engine's.
 
 Usage: ``.venv-flower/bin/python -m bench.flowerbench --data DIR --out DIR [--preset P]
 [--nodes 0-3,4-6,7-9] [train options after --]``.
@@ -103,25 +105,30 @@ def main() -> None:
     reference = args.out / "in-process"
     if "in-process" in engines:
         shutil.rmtree(reference, ignore_errors=True)
+        load = os.getloadavg()[0]
         tic = time.perf_counter()
         subprocess.run([pflkit, "train", *common, "--out", str(reference)], check=True,
                        stdout=subprocess.DEVNULL)
         results["in-process"] = _summary(reference, time.perf_counter() - tic, None)
+        results["in-process"]["load_average"] = [load, os.getloadavg()[0]]
         print(json.dumps({"in-process": results["in-process"]}), flush=True)
     reference_or_none = reference if reference.exists() else None
     if "deployment" in engines:
         run = args.out / "deployment"
         shutil.rmtree(run, ignore_errors=True)
         groups = args.nodes.split(";") if ";" in args.nodes else args.nodes.split(",")
+        load = os.getloadavg()[0]
         with LocalFederation(root=args.out / "federation", bin_dir=Path(sys.executable).parent,
                              data=args.data) as federation:
             federation.start(tuple(groups))
             seconds = _timed_train(federation, run, args, extra)
         results["deployment"] = _summary(run, seconds, reference_or_none)
+        results["deployment"]["load_average"] = [load, os.getloadavg()[0]]
         print(json.dumps({"deployment": results["deployment"]}), flush=True)
     if "simulation" in engines:
         run = args.out / "simulation"
         shutil.rmtree(run, ignore_errors=True)
+        load = os.getloadavg()[0]
         with LocalFederation(root=args.out / "simulation-link", bin_dir=Path(sys.executable).parent,
                              data=args.data) as federation:
             federation.start(simulation=True)
@@ -129,9 +136,17 @@ def main() -> None:
         if not (run / "flower_summary.json").exists():
             raise SystemExit("the simulation ended without a summary")
         results["simulation"] = _summary(run, seconds, reference_or_none)
+        results["simulation"]["load_average"] = [load, os.getloadavg()[0]]
         print(json.dumps({"simulation": results["simulation"]}), flush=True)
+    ratios = {}
+    if "in-process" in results:
+        for engine in ("deployment", "simulation"):
+            if engine in results:
+                ratios[f"{engine}_over_in_process"] = {
+                    key: round(results[engine][key] / results["in-process"][key], 2)
+                    for key in ("loop_wall_seconds", "command_seconds")}
     print(json.dumps({"preset": args.preset, "options": extra, "torch_threads": 1,
-                      "omp": os.environ.get("OMP_NUM_THREADS"), **results}, indent=2))
+                      "omp": os.environ.get("OMP_NUM_THREADS"), **results, **ratios}, indent=2))
 
 
 if __name__ == "__main__":

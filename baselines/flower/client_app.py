@@ -11,10 +11,15 @@ it:
   ``Context.state``, which Flower keeps per node and run.
 - ``train``: the round's broadcast (the kit's encoded message) and which of the node's clients
   were sampled; it answers each one's encoded update (:meth:`FederatedClient.fit`).
+- ``train.personalise`` (track 3, after the last round): the final global model (nothing after 0
+  rounds) and one client; the client runs :meth:`FederatedClient.personalise` and the node
+  answers the client's state, from which the server builds its personal model.
 
 What the method keeps per client (``ClientJob.state``) is kept in ``Context.state`` between
 rounds as well, so a node keeps it whether Flower runs the app in one process or a fresh one per
-message. A node that is sent a client it does not hold answers an error (the server reports it).
+message. The personalisation starts from that state and does not write its result back, so a
+personalisation repeated (the run resumed after a fault) starts from the rounds' state again.
+A node that is sent a client it does not hold answers an error (the server reports it).
 """
 
 from __future__ import annotations
@@ -29,7 +34,12 @@ from flwr.clientapp import ClientApp
 from baselines.client import FederatedClient
 from baselines.config import TrainConfig
 from baselines.flower.federation import ClientSummary, parse_clients, party_task
-from baselines.flower.records import WIRE, encoded_message, reply_content
+from baselines.flower.records import (
+    WIRE,
+    encoded_message,
+    personal_content,
+    reply_content,
+)
 
 app = ClientApp()
 
@@ -101,10 +111,14 @@ def _party(context: Context) -> tuple[FederatedClient, float]:
         _PARTIES.clear()
         _PARTIES[key] = party
     for client in party.data:
-        record = f"state.{client}"
-        if record in context.state and client not in party.states:
-            party.states[client] = _tensors(context.state[record])
+        if _state_record(client) in context.state and client not in party.states:
+            party.states[client] = _tensors(context.state[_state_record(client)])
     return party, time.perf_counter() - tic
+
+
+def _state_record(client: int) -> str:
+    """The ``Context.state`` record of a client's method state."""
+    return f"state.{client}"
 
 
 def _tensors(record: Any) -> dict[str, Any]:
@@ -124,6 +138,25 @@ def train(message: Message, context: Context) -> Message:
     for client in clients:
         state = party.states.get(client)
         if state:
-            context.state[f"state.{client}"] = ArrayRecord(
+            context.state[_state_record(client)] = ArrayRecord(
                 {name: tensor.detach().cpu().contiguous() for name, tensor in state.items()})
     return Message(reply_content(replies, names, setup_seconds), reply_to=message)
+
+
+@app.train("personalise")
+def personalise(message: Message, context: Context) -> Message:
+    """A client's personalisation from the final global model (the base it holds after 0
+    rounds) and the state the rounds left it; answers the resulting state."""
+    party, setup_seconds = _party(context)
+    federated_round = int(message.content["round"]["round"])
+    (client,) = (int(k) for k in message.content["round"]["clients"])
+    record = _state_record(client)
+    party.states[client] = _tensors(context.state[record]) if record in context.state else {}
+    if WIRE in message.content:
+        received = party.codec.decode(
+            encoded_message(dict(message.content[WIRE]), party.parameters.names))
+    else:
+        received = party.held_weights()
+    seconds = party.personalise(federated_round, client, received)
+    return Message(personal_content(party.states[client], seconds, setup_seconds),
+                   reply_to=message)

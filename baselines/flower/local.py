@@ -3,7 +3,8 @@
 Each process is started by ``pflkit flower superlink|supernode`` from Flower's environment;
 stopping it also stops the ``flower-superexec`` and app processes it started (found by parent
 id: Flower starts them in sessions of their own). ``FLWR_HOME`` is the federation's own
-directory.
+directory. With :class:`TLSFiles` the SuperLink serves over TLS and, with node authentication,
+admits only the SuperNodes whose public key was registered (:meth:`LocalFederation.register`).
 """
 
 from __future__ import annotations
@@ -71,6 +72,23 @@ def _kill(pids: list[int], sig: signal.Signals) -> None:
             pass
 
 
+@dataclass(frozen=True)
+class TLSFiles:
+    """The SuperLink's TLS files and whether it authenticates SuperNodes.
+
+    Attributes:
+        ca: the CA certificate (the nodes' and ``flwr``'s root certificates).
+        certfile: the SuperLink's certificate (its SAN must name 127.0.0.1).
+        keyfile: the certificate's private key.
+        supernode_auth: admit only registered SuperNodes (``--enable-supernode-auth``).
+    """
+
+    ca: Path
+    certfile: Path
+    keyfile: Path
+    supernode_auth: bool = False
+
+
 @dataclass
 class LocalFederation:
     """A SuperLink and its SuperNodes on 127.0.0.1.
@@ -82,6 +100,7 @@ class LocalFederation:
         base: the nodes' base checkpoint (``None``: the run's).
         threads: torch threads of every process (``OMP_NUM_THREADS``), as ``--threads`` for
             the in-process engine.
+        tls: TLS (and node authentication) of the SuperLink; ``None``: insecure.
     """
 
     root: Path
@@ -89,6 +108,7 @@ class LocalFederation:
     data: Path
     base: str | None = None
     threads: int = 1
+    tls: TLSFiles | None = None
     port: int = field(default_factory=free_port)
     superlink: subprocess.Popen | None = None
     simulation: bool = False
@@ -109,19 +129,35 @@ class LocalFederation:
         """
         self.root.mkdir(parents=True, exist_ok=True)
         self.simulation = simulation
-        self.superlink = self._spawn("superlink", ["superlink", "--port", str(self.port),
-                                                   *(["--simulation"] if simulation else [])])
+        args = ["superlink", "--port", str(self.port), *(["--simulation"] if simulation else [])]
+        if self.tls is not None:
+            args += ["--ssl-ca-certfile", str(self.tls.ca), "--ssl-certfile",
+                     str(self.tls.certfile), "--ssl-keyfile", str(self.tls.keyfile),
+                     *(["--enable-supernode-auth"] if self.tls.supernode_auth else [])]
+        self.superlink = self._spawn("superlink", args)
         wait_for_port(self.port, self.superlink)
         for clients in node_clients:
             self.start_node(clients)
 
-    def start_node(self, clients: str) -> None:
-        """Start a SuperNode running ``clients``."""
+    def start_node(self, clients: str, private_key: Path | None = None) -> subprocess.Popen:
+        """Start a SuperNode running ``clients`` (authenticated with ``private_key``)."""
         args = ["supernode", "--client", clients, "--data", str(self.data),
                 "--superlink", f"127.0.0.1:{self.port}", "--port", str(free_port())]
         if self.base is not None:
             args += ["--base", self.base]
+        if self.tls is not None:
+            args += ["--root-certificates", str(self.tls.ca)]
+        if private_key is not None:
+            args += ["--auth-supernode-private-key", str(private_key)]
         self.nodes[clients] = self._spawn(f"supernode-{clients}", args)
+        return self.nodes[clients]
+
+    def register(self, public_key: Path) -> subprocess.CompletedProcess:
+        """``flwr supernode register``: admit the SuperNode of this public key."""
+        return subprocess.run(
+            [str(self.bin_dir / "flwr"), "supernode", "register", str(public_key),
+             "local-deployment"], env=self.env, capture_output=True, text=True, timeout=120,
+            check=False)
 
     def kill_node(self, clients: str) -> None:
         """SIGKILL a node's process group: a crash, no goodbye to the SuperLink."""

@@ -2,9 +2,12 @@
 
 A broadcast or an update travels as one ``ConfigRecord`` whose ``payload`` is the kit's encoded
 message (:class:`~baselines.wire.EncodedMessage`, a safetensors file) byte for byte, beside the
-few fields the receiver needs to decode and log it. What Flower adds (the message's metadata, the
-record and the object tree it sends the content as) is measured by deflating the message the way
-Flower does before sending (:func:`flower_bytes`), not estimated.
+few fields the receiver needs to decode and log it. A client's personalisation (track 3) comes
+back as an ``ArrayRecord`` of its state: the tensors its personal model is built from, which are
+the submission's, not a federated message (the kit's log has nothing coming back). What Flower
+adds (the message's metadata, the record and the object tree it sends the content as) is
+measured by deflating the message the way Flower does before sending (:func:`flower_bytes`),
+not estimated.
 """
 
 from __future__ import annotations
@@ -15,12 +18,14 @@ from baselines.client import ClientReply
 from baselines.wire import EncodedMessage
 
 if TYPE_CHECKING:
+    import torch
     from flwr.app import Message, RecordDict
 
 #: record names of a message's content.
 WIRE = "wire"
 REPLY = "reply"
 METRICS = "metrics"
+PERSONAL = "personal"
 
 
 def wire_record(message: EncodedMessage, names: tuple[str, ...]) -> dict[str, object]:
@@ -100,6 +105,47 @@ def client_reply(content: RecordDict, client: int,
         metrics={key: float(value) for key, value in content[f"{METRICS}.{client}"].items()},
         seconds=float(reply["seconds"]),
     ), float(reply.get("setup_seconds", 0.0))
+
+
+def personalise_content(message: EncodedMessage | None, names: tuple[str, ...],
+                        federated_round: int, client: int) -> RecordDict:
+    """A personalise message's content: the final global model (none after 0 rounds: the
+    client starts from the base it holds) and the client to personalise."""
+    from flwr.app import ConfigRecord, RecordDict
+
+    content = RecordDict({"round": ConfigRecord({"round": federated_round, "clients": [client]})})
+    if message is not None:
+        content[WIRE] = ConfigRecord(wire_record(message, names))
+    return content
+
+
+def personal_content(state: dict[str, torch.Tensor], seconds: float,
+                     setup_seconds: float) -> RecordDict:
+    """A node's answer to a personalise message: the client's state and the seconds spent."""
+    from flwr.app import ArrayRecord, ConfigRecord, RecordDict
+
+    return RecordDict({
+        PERSONAL: ArrayRecord({name: tensor.detach().cpu().contiguous()
+                               for name, tensor in state.items()}),
+        REPLY: ConfigRecord({"seconds": seconds, "setup_seconds": setup_seconds}),
+    })
+
+
+def personal_state(content: RecordDict) -> tuple[dict[str, torch.Tensor], float, float]:
+    """A client's state from a node's personalise answer, the personalisation's seconds and the
+    node's setup seconds.
+
+    Raises:
+        KeyError: the answer has no state.
+    """
+    reply = content[REPLY]
+    return (dict(content[PERSONAL].to_torch_state_dict()), float(reply["seconds"]),
+            float(reply.get("setup_seconds", 0.0)))
+
+
+def tensor_bytes(state: dict[str, torch.Tensor]) -> int:
+    """Bytes of the tensors' data (what a personalise answer carries before Flower's framing)."""
+    return sum(tensor.numel() * tensor.element_size() for tensor in state.values())
 
 
 def flower_bytes(message: Message) -> int:

@@ -6,6 +6,13 @@ of each sampled client (one message per client, as the log counts) and decoding 
 sampling, logging, aggregation, evaluation, the per-round commit of the run directory (and so
 ``--resume``), the privacy declaration and the submission are the in-process engine's own code.
 
+A track-3 method's personalisation after the last round
+(:meth:`~baselines.engine.FederatedSimulation.personalise_clients`) runs on the node of each
+client (``train.personalise``: the final global model, logged as round R + 1 as in process), and
+the node answers the client's state, from which the server writes the personal models; those
+tensors are the submission, not a federated message, so they are not in the kit's log, and their
+Flower bytes are in ``flower_messages.jsonl``.
+
 Before round 1 the server discovers the nodes (``query.discover``: which clients each runs and a
 summary of their data, :mod:`baselines.flower.federation`) and sends them the run's setup
 (``query.setup``). Flower's own bytes around each message are measured and written to
@@ -18,7 +25,8 @@ ServerApp's log) and the round follows ``on-failure``:
 - ``fail`` (default): the run stops; the run directory holds the last completed round, and
   ``pflkit train --engine flower --resume`` continues from it once the node is back.
 - ``drop``: the round aggregates the other clients' updates (the broadcast to the lost client is
-  logged, its update is not; the round's metrics row lists it under ``dropped``).
+  logged, its update is not; the round's metrics row lists it under ``dropped``); a client lost
+  during the personalisation keeps the global model.
 - ``wait``: the server waits (up to ``reply-timeout``) for a SuperNode running that client to
   join again, and sends it the same broadcast.
 
@@ -29,13 +37,15 @@ directory, whose ``config.json`` the command wrote), ``num-clients``, ``on-failu
 
 from __future__ import annotations
 
+import functools
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import torch
 from flwr.app import ConfigRecord, Context, Message, RecordDict
 from flwr.serverapp import Grid, ServerApp
 
@@ -47,6 +57,9 @@ from baselines.flower.records import (
     broadcast_content,
     client_reply,
     flower_bytes,
+    personal_state,
+    personalise_content,
+    tensor_bytes,
 )
 from baselines.run_directory import RunDirectory
 from baselines.task import FederatedTask
@@ -58,9 +71,18 @@ POLICIES = ("fail", "drop", "wait")
 #: seconds between two pulls of replies (Flower's own send_and_receive waits 3 s).
 POLL_SECONDS = 0.1
 
+Answer = TypeVar("Answer")
+
 
 class FederationFault(RuntimeError):
     """A node failed and the run's policy is ``fail`` (or waiting ran out of time)."""
+
+
+@dataclass(frozen=True)
+class _Failure:
+    """Why a client's node gave no usable answer."""
+
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -213,10 +235,12 @@ class DeployedFederation(FederatedSimulation):
     def __init__(self, config: TrainConfig, task: FederatedTask, run_dir: RunDirectory, *,
                  nodes: Nodes, settings: DeploymentSettings,
                  report: Callable[[str], None]) -> None:
-        if config.build_method().personalises():
+        method = config.build_method()
+        if method.personal and not method.personalises():
             raise ValueError(
-                f"{config.method!r} personalises after the rounds, which the Flower engine does "
-                "not run yet; train it with the in-process engine"
+                f"{config.method!r} without personalisation builds each client's personal model "
+                "from the state the rounds left it, which stays on the client's node; give it "
+                "--finetune-epochs >= 1 or train it with the in-process engine"
             )
         super().__init__(config, task, run_dir, progress=False)
         self.nodes = nodes
@@ -226,79 +250,146 @@ class DeployedFederation(FederatedSimulation):
     def fit_round(self, federated_round: int, clients: list[int],
                   broadcast: EncodedMessage) -> list[ClientReply | None]:
         """Send the broadcast to each sampled client's node and decode the answers."""
-        answers: dict[int, ClientReply | None] = {}
-        left = list(clients)
-        deadline = time.monotonic() + self.settings.reply_timeout
-        while left:
-            got, failed = self._exchange(federated_round, left, broadcast, deadline)
-            answers.update(got)
-            left = []
-            for client, reason in failed.items():
-                self._fault(federated_round, client, reason)
-                if self.settings.on_failure == "fail":
-                    raise FederationFault(
-                        f"round {federated_round}: client {client} failed ({reason}); the run "
-                        f"directory holds round {federated_round - 1}: restart the client's "
-                        "SuperNode and continue with --resume (or choose --on-failure drop|wait)"
-                    )
-                if self.settings.on_failure == "drop":
-                    answers[client] = None
-                else:
-                    self.nodes.discover(max(deadline - time.monotonic(), 0.0), wanted={client})
-                    left.append(client)
+        names = self.parameters.names
+        contents = {k: broadcast_content(broadcast, names, federated_round, [k]) for k in clients}
+        answers = dict(self._ask(federated_round, contents, "train", broadcast.serialized_bytes,
+                                 functools.partial(self._update, federated_round)))
         return [answers[client] for client in clients]
 
-    def _exchange(self, federated_round: int, clients: list[int], broadcast: EncodedMessage,
-                  deadline: float) -> tuple[dict[int, ClientReply], dict[int, str]]:
-        """One message per client to its node; the replies and the failures (with reasons)."""
+    def personalise_clients(self, federated_round: int, clients: list[int],
+                            broadcast: EncodedMessage | None,
+                            weights: dict[str, torch.Tensor]) -> Iterator[tuple[int, float]]:
+        """Each client's personalisation on its node (all sent at once), in client order.
+
+        The state a node answers is the client's personalisation, kept in ``self.client_states``
+        for the submission (and committed with the run, so ``--resume`` keeps it). A client
+        dropped by the ``drop`` policy keeps the global model (no state).
+        """
+        contents = {k: personalise_content(broadcast, self.parameters.names, federated_round, k)
+                    for k in clients}
+        arrived: dict[int, tuple[dict[str, torch.Tensor], float] | None] = {}
+        waiting = iter(clients)
+        next_client = next(waiting, None)
+        for client, answer in self._ask(
+                federated_round, contents, "train.personalise",
+                0 if broadcast is None else broadcast.serialized_bytes,
+                functools.partial(self._personalisation, federated_round)):
+            arrived[client] = answer
+            while next_client is not None and next_client in arrived:
+                answer = arrived.pop(next_client)
+                if answer is None:
+                    self.client_states.pop(next_client, None)
+                else:
+                    self.client_states[next_client] = answer[0]
+                yield next_client, 0.0 if answer is None else answer[1]
+                next_client = next(waiting, None)
+
+    def _ask(self, federated_round: int, contents: dict[int, RecordDict], message_type: str,
+             payload_bytes: int, answer: Callable[[int, Message, float], Answer]
+             ) -> Iterator[tuple[int, Answer | None]]:
+        """Send each client's message to its node; yield each client's decoded answer as it
+        comes, a failed one following the policy (``drop``: ``None``; ``wait``: sent again to a
+        node that joins; ``fail``: :class:`FederationFault`)."""
+        deadline = time.monotonic() + self.settings.reply_timeout
+        left = dict(contents)
+        while left:
+            failed: list[int] = []
+            for client, outcome in self._exchange(federated_round, left, message_type,
+                                                  payload_bytes, answer, deadline):
+                if not isinstance(outcome, _Failure):
+                    yield client, outcome
+                    continue
+                self._fault(federated_round, client, outcome.reason)
+                if self.settings.on_failure == "fail":
+                    held = (f"round {federated_round - 1}" if federated_round <= self.config.rounds
+                            else "every round and the clients personalised so far")
+                    raise FederationFault(
+                        f"round {federated_round}: client {client} failed ({outcome.reason}); "
+                        f"the run directory holds {held}: restart the client's SuperNode and "
+                        "continue with --resume (or choose --on-failure drop|wait)"
+                    )
+                if self.settings.on_failure == "drop":
+                    yield client, None
+                else:
+                    failed.append(client)
+            if failed:
+                self.nodes.discover(max(deadline - time.monotonic(), 0.0), wanted=set(failed))
+            left = {client: contents[client] for client in failed}
+
+    def _exchange(self, federated_round: int, contents: dict[int, RecordDict],
+                  message_type: str, payload_bytes: int,
+                  answer: Callable[[int, Message, float], Answer], deadline: float
+                  ) -> Iterator[tuple[int, Answer | _Failure]]:
+        """One message per client to its node; each client's answer or failure as it comes."""
         grid = self.nodes.grid
-        names = self.parameters.names
-        content = {k: broadcast_content(broadcast, names, federated_round, [k]) for k in clients}
-        messages = {k: Message(content[k], dst_node_id=self.nodes.node_of[k],
-                               message_type="train", group_id=str(federated_round))
+        clients = list(contents)
+        messages = {k: Message(contents[k], dst_node_id=self.nodes.node_of[k],
+                               message_type=message_type, group_id=str(federated_round))
                     for k in clients}
         sizes = {k: flower_bytes(message) for k, message in messages.items()}
         sent_at = time.monotonic()
         ids = dict(zip(clients, grid.push_messages([messages[k] for k in clients]), strict=True))
         for k in clients:
-            self._framing(federated_round, -1, k, sizes[k], broadcast.serialized_bytes)
+            self._framing(federated_round, -1, k, message_type, sizes[k], payload_bytes)
         client_of = {message_id: k for k, message_id in ids.items()}
-        replies: dict[int, ClientReply] = {}
-        failed: dict[int, str] = {}
-        while len(replies) + len(failed) < len(clients):
-            pending = [ids[k] for k in clients if k not in replies and k not in failed]
+        finished: set[int] = set()
+        while len(finished) < len(clients):
+            pending = [ids[k] for k in clients if k not in finished]
             for reply in grid.pull_messages(pending):
                 k = client_of[reply.metadata.reply_to_message_id]
+                finished.add(k)
                 if reply.has_error():
-                    failed[k] = f"error {reply.error.code}: {reply.error.reason}"
+                    yield k, _Failure(f"error {reply.error.code}: {reply.error.reason}")
                     continue
                 try:
-                    replies[k], setup_seconds = client_reply(reply.content, k, names)
+                    decoded = answer(k, reply, time.monotonic() - sent_at)
                 except (KeyError, ValueError) as error:
-                    failed[k] = f"malformed answer: {error}"
+                    yield k, _Failure(f"malformed answer: {error}")
                     continue
-                self._framing(federated_round, k, -1, flower_bytes(reply),
-                              replies[k].message.serialized_bytes,
-                              setup_seconds=setup_seconds, train_seconds=replies[k].seconds,
-                              exchange_seconds=time.monotonic() - sent_at)
+                yield k, decoded
             alive = self.nodes.alive()
             for k in clients:
-                if k in replies or k in failed:
+                if k in finished:
                     continue
                 if self.nodes.node_of[k] not in alive:
-                    failed[k] = f"its SuperNode {self.nodes.node_of[k]} left the federation"
+                    finished.add(k)
+                    yield k, _Failure(f"its SuperNode {self.nodes.node_of[k]} left the federation")
                 elif time.monotonic() > deadline:
-                    failed[k] = f"no answer within {self.settings.reply_timeout:.0f} s"
-            time.sleep(POLL_SECONDS if len(replies) + len(failed) < len(clients) else 0)
-        return replies, failed
+                    finished.add(k)
+                    yield k, _Failure(f"no answer within {self.settings.reply_timeout:.0f} s")
+            time.sleep(POLL_SECONDS if len(finished) < len(clients) else 0)
 
-    def _framing(self, federated_round: int, sender: int, receiver: int, flower: int,
-                 payload: int, **seconds: float) -> None:
+    def _update(self, federated_round: int, client: int, reply: Message,
+                exchange_seconds: float) -> ClientReply:
+        """A client's update from its node's answer (its Flower bytes noted)."""
+        update, setup_seconds = client_reply(reply.content, client, self.parameters.names)
+        self._framing(federated_round, client, -1, "train", flower_bytes(reply),
+                      update.message.serialized_bytes, setup_seconds=setup_seconds,
+                      train_seconds=update.seconds, exchange_seconds=exchange_seconds)
+        return update
+
+    def _personalisation(self, federated_round: int, client: int, reply: Message,
+                         exchange_seconds: float) -> tuple[dict[str, torch.Tensor], float]:
+        """A client's personalised state and seconds from its node's answer.
+
+        The state is the submission's, not a federated message: it is not in the kit's log
+        (the in-process engine has nothing coming back either); its Flower bytes are noted in
+        ``flower_messages.jsonl`` with the tensors' bytes as the payload.
+        """
+        state, seconds, setup_seconds = personal_state(reply.content)
+        self._framing(federated_round, client, -1, "train.personalise", flower_bytes(reply),
+                      tensor_bytes(state), setup_seconds=setup_seconds,
+                      personalise_seconds=seconds, exchange_seconds=exchange_seconds)
+        return state, seconds
+
+    def _framing(self, federated_round: int, sender: int, receiver: int, message_type: str,
+                 flower: int, payload: int, **seconds: float) -> None:
         """Note the bytes Flower sent for one message beside the kit's payload (and, for an
-        answer, the node's setup and training time and the exchange's wall time)."""
+        answer, the node's setup and work time and the exchange's wall time)."""
         self._append("flower_messages.jsonl", {
             "federated_round": federated_round, "sender": sender, "receiver": receiver,
-            "payload_bytes": payload, "flower_bytes": flower, "framing_bytes": flower - payload,
+            "message_type": message_type, "payload_bytes": payload, "flower_bytes": flower,
+            "framing_bytes": flower - payload,
             **{key: round(value, 3) for key, value in seconds.items()},
         })
 

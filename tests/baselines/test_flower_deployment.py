@@ -17,24 +17,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import torch
-from safetensors.torch import load_file
 
-from baselines.engine import FederatedSimulation
 from baselines.flower.local import LocalFederation
 from baselines.presets import preset_config
-from baselines.run_directory import RunDirectory
-from baselines.vt5_task import build_vt5_task
+from tests.baselines.flower_runs import (
+    FLOWER_BIN,
+    assert_same_run,
+    run_in_process,
+    skip_without_flower,
+)
 
 pytestmark = pytest.mark.slow
-
-REPO = Path(__file__).resolve().parents[2]
-FLOWER_BIN = REPO / ".venv-flower" / "bin"
 NODE_CLIENTS = ("0-3", "4-6", "7-9")
 
-if not (FLOWER_BIN / "flower-superlink").exists():
-    pytest.skip("Flower's environment .venv-flower is missing: run `make flower-setup`",
-                allow_module_level=True)
+skip_without_flower()
 
 
 @pytest.fixture
@@ -42,35 +38,6 @@ def federation(tmp_path: Path, tiny_data: Path) -> Iterator[LocalFederation]:
     with LocalFederation(root=tmp_path / "federation", bin_dir=FLOWER_BIN, data=tiny_data) as running:
         running.start(NODE_CLIENTS)
         yield running
-
-
-def _global(run: Path) -> dict[str, torch.Tensor]:
-    latest = json.loads((run / "state" / "latest.json").read_text())
-    return load_file(run / "state" / latest["dir"] / "global.safetensors")
-
-
-def _without_times(path: Path) -> list:
-    if path.suffix == ".csv":
-        return path.read_text().splitlines()
-    rows = [json.loads(line) for line in path.read_text().splitlines()]
-    return [{k: v for k, v in row.items() if not k.endswith("_seconds")} for row in rows]
-
-
-def _in_process(preset: str, options: dict, data: Path, base: Path, out: Path) -> None:
-    config = preset_config(preset, val_limit=0, **options)
-    task = build_vt5_task(data, base, val_limit=0, progress=False)
-    FederatedSimulation(config, task, RunDirectory(out), progress=False).run()
-
-
-def _assert_same_run(flower: Path, in_process: Path) -> None:
-    for name in ("communication_log.csv", "communication_log.jsonl", "metrics.jsonl"):
-        assert _without_times(flower / name) == _without_times(in_process / name), name
-    if (in_process / "privacy.json").exists():
-        assert (flower / "privacy.json").read_text() == (in_process / "privacy.json").read_text()
-    first, second = _global(in_process), _global(flower)
-    assert first.keys() == second.keys()
-    for name, value in first.items():
-        torch.testing.assert_close(second[name], value, rtol=0, atol=1e-6, msg=name)
 
 
 @pytest.mark.parametrize(
@@ -88,9 +55,9 @@ def test_deployment_reproduces_the_in_process_run(preset, flags, options, federa
     summary = json.loads((flower / "flower_summary.json").read_text())
     assert done.stdout.rstrip().endswith(json.dumps(summary, indent=2))
     assert summary["engine"] == "flower" and summary["rounds"] == options["rounds"]
-    _in_process(preset, options, tiny_data, tiny_base, in_process)
+    run_in_process(preset, options, tiny_data, tiny_base, in_process)
 
-    _assert_same_run(flower, in_process)
+    assert_same_run(flower, in_process)
     assert (json.loads((flower / "submission.json").read_text())["total_bytes"]
             == json.loads((in_process / "submission.json").read_text())["total_bytes"])
     log = [json.loads(line) for line in (flower / "communication_log.jsonl").read_text().splitlines()]
@@ -149,5 +116,5 @@ def test_a_node_dying_mid_round_stops_the_run_and_resume_finishes_it(
     federation.start_node(victim)
     done = federation.train(flower, *flags, "--resume")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    _in_process("lora-nf4", options, tiny_data, tiny_base, in_process)
-    _assert_same_run(flower, in_process)
+    run_in_process("lora-nf4", options, tiny_data, tiny_base, in_process)
+    assert_same_run(flower, in_process)

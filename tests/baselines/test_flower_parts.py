@@ -2,19 +2,22 @@
 
 The summaries a server learns of remote clients bind a DP method exactly as their data does, a
 node's task holds only its own clients' data, a dropped client is logged as sent and not
-received, the SuperLink connection file keeps other entries, and without flwr the commands say
+received, a personalisation run by a party of its own (as a node runs it) gives the in-process
+personal tensors, the SuperLink connection file keeps other entries, and without flwr the commands say
 to run `make flower-setup`.
 """
 
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import torch
 from click.testing import CliRunner
 
-from baselines.client import ClientReply
+from baselines.client import ClientReply, FederatedClient
 from baselines.engine import FederatedSimulation
 from baselines.flower.federation import ClientSummary, parse_clients, party_task, with_summaries
 from baselines.presets import preset_config
@@ -113,6 +116,41 @@ def test_a_dropped_client_is_logged_as_sent_and_left_out(task: FederatedTask,
     with pytest.raises(RuntimeError, match="every sampled client .* was dropped; the run stays "
                                            "at round 0"):
         everyone.run()
+
+
+class RemotePersonalisation(FederatedSimulation):
+    """The in-process loop whose clients personalise on parties of their own, built as a
+    Flower node builds its party, their states copied back as a node answers them."""
+
+    def personalise_clients(self, federated_round: int, clients: list[int],
+                            broadcast: EncodedMessage | None,
+                            weights: dict[str, torch.Tensor]) -> Iterator[tuple[int, float]]:
+        for client in clients:
+            party = FederatedClient.build(self.config, self.task, self.method, clients=[client])
+            received = (party.held_weights() if broadcast is None
+                        else party.codec.decode(broadcast))
+            seconds = party.personalise(federated_round, client, received)
+            self.client_states[client] = party.states[client]
+            yield client, seconds
+
+
+@pytest.mark.parametrize(("preset", "rounds"), [("fedavg-ft", 1), ("local-only", 0)])
+def test_a_personalisation_on_its_own_party_equals_the_in_process_one(
+        preset: str, rounds: int, task: FederatedTask, tmp_path: Path) -> None:
+    config = preset_config(preset, rounds=rounds, local_epochs=1, finetune_epochs=1,
+                           val_limit=0)
+    runs = [engine(config, task, RunDirectory(tmp_path / engine.__name__), progress=False)
+            for engine in (FederatedSimulation, RemotePersonalisation)]
+    for run in runs:
+        run.run()
+    here, remote = runs
+    assert remote.channel.log.to_jsonl() == here.channel.log.to_jsonl()
+    assert here.client_states.keys() == remote.client_states.keys() == set(range(10))
+    for client, state in here.client_states.items():
+        assert state.keys() == remote.client_states[client].keys()
+        for name, value in state.items():
+            torch.testing.assert_close(remote.client_states[client][name], value, rtol=0,
+                                       atol=1e-6)
 
 
 def test_the_connection_file_keeps_other_connections(tmp_path: Path, monkeypatch) -> None:
