@@ -35,7 +35,7 @@ exceed a client's providers and the run is refused):
   (rate 0.0225), S = 0.5, LoRA rank 16 on ``q`` and ``v``.
 
 Both apply the noisy mean at server learning rate 1, as the competition did: at m = 45-50 the
-noise on a coordinate is sigma x S / m = 0.006 to 0.014, not ``mini``'s 0.12 to 0.30.
+noise on a coordinate is sigma x S / m = 0.005 to 0.013, not ``mini``'s 0.12 to 0.30.
 
 - ``fsp-fedavg``, ``fsp-fedadam``: ``fedavg`` after 10 rounds of federated self-pretraining on the
   clients' pages (:mod:`baselines.fsp`), the second with FedAdam on the server while pre-training.

@@ -79,8 +79,8 @@ SCALES: dict[str, Scale] = {
     # Track 2 at the competition's federation size: the real providers per client (400-429), so
     # m = 50 sampled providers is 1/8 of a client as in the competition, but about 1.5 invoices
     # per provider (the real data: 4.7-10.6) and few long invoices: seed 0 writes 6,330
-    # training invoices (33,163 questions, 7-8 per provider, so one local step of batch 16 for
-    # almost every provider), 1,581 val and 2,355 test questions (2.5x mini's) and a public
+    # training invoices (33,163 questions, 8 per provider: one local step of batch 16 for 95%
+    # of providers), 1,581 val and 2,355 test questions (2.5x mini's) and a public
     # corpus of 1,000 documents, in 98 s on 2 loaded cores (README, "Track 2 at scale").
     "dp": Scale(
         name="dp",
