@@ -5,12 +5,13 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_DIR ?= demo
 BENCH_DATA ?= .bench/mini
+DP_BENCH_DATA ?= .bench/dp
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup flower-setup demo test test-slow lint bench bench-api-fuzz clean
+.PHONY: setup flower-setup demo test test-slow lint bench bench-dp bench-api-fuzz clean
 
 setup: $(STAMP)
 
@@ -65,6 +66,15 @@ bench: setup
 	$(BIN)/python -m bench.loadtest --requests 6000 --concurrency 100,200 --uploaders 2 \
 		--api-workers 2 --wrk 10
 	$(BIN)/python -m bench.loadbench --submissions 10000 --repeat 10 --no-browser
+
+# Seconds per DP round at m = 50 providers per client (reference loop, streamed path) against a
+# non-private round on the same examples, with a profile of the reference round, on the `dp` scale.
+bench-dp: setup $(DP_BENCH_DATA)/benchmark.json
+	OMP_NUM_THREADS=1 $(BIN)/python -m bench.dpbench --data $(DP_BENCH_DATA) --preset dp-fedavg-competition
+	OMP_NUM_THREADS=1 $(BIN)/python -m bench.dpbench --data $(DP_BENCH_DATA) --preset dp-lora-competition
+
+$(DP_BENCH_DATA)/benchmark.json: | setup
+	$(BIN)/pflkit data generate --scale dp --seed 0 --out $(DP_BENCH_DATA) --overwrite
 
 # Schemathesis over the OpenAPI spec as a participant and an organiser: requests and 5xx.
 bench-api-fuzz: setup

@@ -25,6 +25,18 @@ competition sampled about 50, a ``mini`` client holds 12 to 18 providers so m = 
 server learning rate 1 that noise (0.12 to 0.30 per coordinate and round) wiped out the tiny
 model at every epsilon (val ANLS 0.0). The privacy guarantee does not depend on it.
 
+Track 2 at the competition's federation size (:data:`DP_COMPETITION_PRESETS`, for the ``dp``
+scale, where every client holds 400 to 429 providers; on ``mini`` the 50 providers per round
+exceed a client's providers and the run is refused):
+
+- ``dp-fedavg-competition``: the organisers' FL-GROUP-DP as published: 2 of 10 clients, 50
+  providers per client per round (rate 0.2 x 50/400 = 0.025), S = 0.5, 5 rounds.
+- ``dp-lora-competition``: the track-2 winner's public code: 30 rounds, 45 providers per client
+  (rate 0.0225), S = 0.5, LoRA rank 16 on ``q`` and ``v``.
+
+Both apply the noisy mean at server learning rate 1, as the competition did: at m = 45-50 the
+noise on a coordinate is sigma x S / m = 0.005 to 0.013, not ``mini``'s 0.12 to 0.30.
+
 - ``fsp-fedavg``, ``fsp-fedadam``: ``fedavg`` after 10 rounds of federated self-pretraining on the
   clients' pages (:mod:`baselines.fsp`), the second with FedAdam on the server while pre-training.
 
@@ -106,6 +118,22 @@ def _resolved(preset: dict[str, Any]) -> dict[str, Any]:
     return {**base, **{key: value for key, value in preset.items() if key != "extends"}}
 
 
+#: Track 2 at the competition's federation size (the ``dp`` scale): the mini presets' mechanism
+#: with the competition's providers per round, rounds and server step.
+DP_COMPETITION_PRESETS: dict[str, dict[str, Any]] = {
+    name: _resolved(preset) for name, preset in {
+        "dp-fedavg-competition": {
+            "extends": "dp-fedavg", "rounds": 5, "clients_per_round": 2,
+            "providers_per_round": 50, "clipping_norm": 0.5, "server_lr": 1.0,
+        },
+        "dp-lora-competition": {
+            "extends": "dp-lora", "rounds": 30, "clients_per_round": 2,
+            "providers_per_round": 45, "clipping_norm": 0.5, "server_lr": 1.0,
+            "lora_rank": 16, "lora_targets": ("q", "v"),
+        },
+    }.items()
+}
+
 #: Track 3 (personalisation): presets of methods with ``personal = True`` (``fedavg-ft``,
 #: ``local-only``, :mod:`baselines.methods.finetune`).
 PERSONAL_PRESETS: dict[str, dict[str, Any]] = {}
@@ -127,16 +155,18 @@ PRETRAINING_PRESETS: dict[str, dict[str, Any]] = {
 
 
 def all_presets() -> dict[str, dict[str, Any]]:
-    """Every preset, track 1 (with pre-training last), then track 2, then track 3."""
-    return {**PRESETS, **PRETRAINING_PRESETS, **DP_PRESETS, **PERSONAL_PRESETS}
+    """Every preset, track 1 (with pre-training last), then track 2 (at the competition's
+    federation size last), then track 3."""
+    return {**PRESETS, **PRETRAINING_PRESETS, **DP_PRESETS, **DP_COMPETITION_PRESETS,
+            **PERSONAL_PRESETS}
 
 
 def preset_config(name: str, **overrides: Any) -> TrainConfig:
     """The configuration of a preset with some fields or options overridden.
 
     Args:
-        name: a key of :data:`PRESETS`, :data:`PRETRAINING_PRESETS`, :data:`DP_PRESETS` or
-            :data:`PERSONAL_PRESETS`.
+        name: a key of :data:`PRESETS`, :data:`PRETRAINING_PRESETS`, :data:`DP_PRESETS`,
+            :data:`DP_COMPETITION_PRESETS` or :data:`PERSONAL_PRESETS`.
         **overrides: :class:`TrainConfig` fields or option keys to change (``None`` values are
             ignored, so unset command-line options keep the preset's value).
 

@@ -40,7 +40,8 @@ from baselines.methods.base import Method, RunShape
 from baselines.methods.full import FullFineTuning
 from baselines.methods.lora import LoRA
 from baselines.options import build_options
-from baselines.privacy.mechanism import privatize, sample_providers
+from baselines.privacy.clipped_sum import ClippedSum
+from baselines.privacy.mechanism import noisy_mean, sample_providers, sum_clipped
 from baselines.privacy.plan import PrivacyOptions, PrivacyPlan, make_plan, min_providers
 
 if TYPE_CHECKING:
@@ -115,8 +116,18 @@ class DPFedAvg(Method):
         """The inner method's preparation."""
         return self.inner.prepare(model, seed=seed)
 
-    def compute_update(self, job: ClientJob) -> ClientUpdate:
-        """Per sampled provider: reset, train on its rows, delta; clip, sum, noise, divide by m."""
+    def sampled_providers(self, job: ClientJob) -> dict[str, list[int]]:
+        """The providers this client samples this round, with their row indices.
+
+        Args:
+            job: the client's job (its seed drives the sampling).
+
+        Returns:
+            Provider -> its rows in ``job.dataset``, in provider order.
+
+        Raises:
+            ValueError: when the client has fewer providers than the noise was calibrated for.
+        """
         plan = self._plan()
         groups = job.indices_by_provider()
         if len(groups) < plan.min_providers:
@@ -131,21 +142,53 @@ class DPFedAvg(Method):
             sampling=plan.sampling,
             generator=_generator(job.seed, _SAMPLING_STREAM),
         )
+        return {provider: groups[provider] for provider in sampled}
+
+    def clipped_sum(self, job: ClientJob, sampled: Mapping[str, list[int]]
+                    ) -> tuple[dict[str, torch.Tensor], list[float], int]:
+        """Per sampled provider: reset, train on its rows only; the sum of the clipped updates.
+
+        ``provider_path`` ``streamed`` clips and adds each update as soon as it is trained, in
+        buffers reused across providers (:class:`ClippedSum`); ``reference`` keeps every
+        update and clips and sums them afterwards (:func:`sum_clipped`), the original loop.
+
+        Args:
+            job: the client's job.
+            sampled: provider -> its rows.
+
+        Returns:
+            The clipped sum, each provider's training loss and the local steps in all.
+        """
+        start = {name: job.start_weights[name] for name in job.parameters.names}
+        streamed = self.options.provider_path == "streamed"
+        accumulator = ClippedSum(start, self._plan().clipping_norm) if streamed else None
+        live = job.live_parameters()
         updates, losses, steps = [], [], 0
-        for provider in sampled:
+        for rows in sampled.values():
             job.reset()
-            stats = job.train(job.dataset.select(groups[provider]))
-            updates.append(job.delta())
+            stats = job.train(job.dataset.select(rows))
+            if accumulator is not None:
+                accumulator.add(live)
+            else:
+                updates.append(job.delta())
             losses.append(stats.loss)
             steps += stats.steps
         job.reset()
-        delta = privatize(
-            updates,
+        if accumulator is not None:
+            return accumulator.total, losses, steps
+        return sum_clipped(updates, self._plan().clipping_norm, like=start), losses, steps
+
+    def compute_update(self, job: ClientJob) -> ClientUpdate:
+        """The clipped sum over the sampled providers, one Gaussian draw on it, divided by m."""
+        plan = self._plan()
+        sampled = self.sampled_providers(job)
+        total, losses, steps = self.clipped_sum(job, sampled)
+        delta = noisy_mean(
+            total,
             clipping_norm=plan.clipping_norm,
             noise_multiplier=plan.noise_multiplier,
             expected_providers=plan.providers_per_round,
             generator=_generator(job.seed, _NOISE_STREAM),
-            like={name: job.start_weights[name] for name in job.parameters.names},
         )
         metrics = {
             "loss": float(np.mean(losses)) if losses else math.nan,

@@ -25,6 +25,8 @@ import torch
 
 Update = Mapping[str, torch.Tensor]
 SAMPLINGS = ("poisson", "fixed")
+#: relative shrink of a clipped update, so float32 rounding never takes its norm above ``S``.
+CLIP_MARGIN = 1e-6
 
 
 def update_norm(update: Update) -> float:
@@ -40,17 +42,33 @@ def update_norm(update: Update) -> float:
     return math.sqrt(total)
 
 
-def clip_update(update: Update, clipping_norm: float) -> tuple[dict[str, torch.Tensor], float]:
-    """Scale an update so that its joint L2 norm is at most ``clipping_norm``.
+def clip_factor(norm: float, clipping_norm: float) -> float:
+    """The scale that brings an update of L2 norm ``norm`` within ``clipping_norm``.
 
-    ``u * min(1, S / ||u||)`` (Abadi et al. 2016, Eq. in Algorithm 1).
+    ``min(1, S / ||u||)`` (Abadi et al. 2016, Algorithm 1), shrunk by :data:`CLIP_MARGIN` when
+    it clips: the scaled values are rounded to float32, which can add an ulp to the norm, and
+    the margin keeps every clipped update at most ``S`` however it is rounded.
 
     Args:
-        update: name -> tensor.
+        norm: ``||u||`` (computed in float64).
         clipping_norm: S > 0.
 
     Returns:
-        The clipped update (float32 copies) and the norm before clipping.
+        1 for an update within ``S``, else ``S / ||u|| x (1 - CLIP_MARGIN)``.
+    """
+    return 1.0 if norm <= clipping_norm else clipping_norm / norm * (1 - CLIP_MARGIN)
+
+
+def clip_update(update: Update, clipping_norm: float) -> tuple[dict[str, torch.Tensor], float]:
+    """Scale an update so that its joint L2 norm is at most ``clipping_norm``.
+
+    Args:
+        update: name -> tensor.
+        clipping_norm: S.
+
+    Returns:
+        The clipped update (float32 copies, scaled by :func:`clip_factor`) and the norm before
+        clipping.
 
     Raises:
         ValueError: for a clipping norm that is not > 0.
@@ -58,12 +76,8 @@ def clip_update(update: Update, clipping_norm: float) -> tuple[dict[str, torch.T
     if not clipping_norm > 0:
         raise ValueError(f"clipping_norm must be > 0, got {clipping_norm!r}")
     norm = update_norm(update)
-    factor = min(1.0, clipping_norm / norm) if norm > 0 else 1.0
-    clipped = {name: (t.detach().double() * factor).float() for name, t in update.items()}
-    if update_norm(clipped) > clipping_norm:  # float32 rounding can add an ulp: shrink once more
-        shrink = clipping_norm / update_norm(clipped) * (1 - 1e-6)
-        clipped = {name: t * shrink for name, t in clipped.items()}
-    return clipped, norm
+    factor = clip_factor(norm, clipping_norm)
+    return {name: (t.detach().double() * factor).float() for name, t in update.items()}, norm
 
 
 def sum_clipped(updates: Sequence[Update], clipping_norm: float, *, like: Update) -> dict[str, torch.Tensor]:
@@ -110,6 +124,38 @@ def add_gaussian_noise(
     }
 
 
+def noisy_mean(
+    total: Update,
+    *,
+    clipping_norm: float,
+    noise_multiplier: float,
+    expected_providers: int,
+    generator: torch.Generator,
+) -> dict[str, torch.Tensor]:
+    """One Gaussian draw ``N(0, sigma^2 S^2)`` on the clipped sum, then division by ``m``.
+
+    Args:
+        total: the sum of the clipped updates.
+        clipping_norm: S.
+        noise_multiplier: sigma.
+        expected_providers: m, the expected number of sampled providers (a constant, so the
+            division is post-processing).
+        generator: noise randomness.
+
+    Returns:
+        The update a client sends.
+
+    Raises:
+        ValueError: for a non-positive noise multiplier or ``m``.
+    """
+    if not noise_multiplier > 0:
+        raise ValueError(f"noise_multiplier must be > 0, got {noise_multiplier!r}")
+    if expected_providers < 1:
+        raise ValueError(f"expected_providers must be >= 1, got {expected_providers!r}")
+    noisy = add_gaussian_noise(total, std=noise_multiplier * clipping_norm, generator=generator)
+    return {name: t / expected_providers for name, t in noisy.items()}
+
+
 def privatize(
     updates: Sequence[Update],
     *,
@@ -125,8 +171,7 @@ def privatize(
         updates: one update per sampled provider (possibly none).
         clipping_norm: S.
         noise_multiplier: sigma.
-        expected_providers: m, the expected number of sampled providers (a constant, so the
-            division is post-processing).
+        expected_providers: m.
         generator: noise randomness.
         like: names, shapes and dtypes of the result.
 
@@ -140,9 +185,11 @@ def privatize(
         raise ValueError(f"noise_multiplier must be > 0, got {noise_multiplier!r}")
     if expected_providers < 1:
         raise ValueError(f"expected_providers must be >= 1, got {expected_providers!r}")
-    total = sum_clipped(updates, clipping_norm, like=like)
-    noisy = add_gaussian_noise(total, std=noise_multiplier * clipping_norm, generator=generator)
-    return {name: t / expected_providers for name, t in noisy.items()}
+    return noisy_mean(
+        sum_clipped(updates, clipping_norm, like=like), clipping_norm=clipping_norm,
+        noise_multiplier=noise_multiplier, expected_providers=expected_providers,
+        generator=generator,
+    )
 
 
 def poisson_rate(providers_per_round: int, min_providers: int) -> float:

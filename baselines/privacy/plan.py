@@ -24,6 +24,7 @@ from baselines.privacy.mechanism import SAMPLINGS
 from benchmark.tracks import PRIVACY
 
 ANALYSES = ("competition", "strict")
+PROVIDER_PATHS = ("streamed", "reference")
 #: the competition baseline's share of a client's providers sampled per round (50 of 400).
 REFERENCE_PROVIDER_FRACTION = 50 / 400
 
@@ -44,6 +45,9 @@ class PrivacyOptions:
             covered by the accountant).
         analysis: DP methods: sampling-rate analysis, competition (q = M/K x m/N) or strict
             (q = m/N, no amplification by clients).
+        provider_path: DP methods: how a client computes its clipped sum, streamed (each
+            provider's update clipped and added in reused buffers) or reference (every update
+            kept, then clipped and summed); same result to float32 rounding.
 
     Raises:
         ValueError: naming the invalid option and what to do.
@@ -58,6 +62,7 @@ class PrivacyOptions:
                            choices=SAMPLINGS)
     analysis: str = option("competition", key="privacy_analysis", flag="--analysis",
                            choices=ANALYSES)
+    provider_path: str = option("streamed", choices=PROVIDER_PATHS)
 
     def __post_init__(self) -> None:
         if self.epsilon is not None and not (math.isfinite(self.epsilon) and self.epsilon > 0):
@@ -79,6 +84,9 @@ class PrivacyOptions:
             raise ValueError(f"--sampling must be one of {', '.join(SAMPLINGS)}; got {self.sampling!r}")
         if self.analysis not in ANALYSES:
             raise ValueError(f"--analysis must be one of {', '.join(ANALYSES)}; got {self.analysis!r}")
+        if self.provider_path not in PROVIDER_PATHS:
+            raise ValueError(f"--provider-path must be one of {', '.join(PROVIDER_PATHS)}; "
+                             f"got {self.provider_path!r}")
 
     def require_budget(self) -> None:
         """Raise unless a target epsilon or a noise multiplier is given.

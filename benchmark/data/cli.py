@@ -15,7 +15,7 @@ def data() -> None:
     "--out", "out", required=True, type=click.Path(file_okay=False), help="Directory to write."
 )
 @click.option(
-    "--scale", type=click.Choice(["tiny", "mini", "full"]), default="mini", show_default=True
+    "--scale", type=click.Choice(["tiny", "mini", "dp", "full"]), default="mini", show_default=True
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Same seed, same bytes.")
 @click.option(

@@ -95,6 +95,7 @@ def test_default_providers_per_round_is_the_reference_share() -> None:
         ({"epsilon": 1.0, "providers_per_round": 0}, "--providers-per-round must be >= 1"),
         ({"epsilon": 1.0, "sampling": "uniform"}, "--sampling must be one of"),
         ({"epsilon": 1.0, "analysis": "loose"}, "--analysis must be one of"),
+        ({"epsilon": 1.0, "provider_path": "vmap"}, "--provider-path must be one of"),
     ],
 )
 def test_bad_options_fail_at_configuration_time(options: dict, message: str) -> None:

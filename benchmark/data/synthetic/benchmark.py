@@ -214,7 +214,7 @@ def generate_benchmark(
 
     Args:
         out: target directory (must not exist or be empty, unless `overwrite`).
-        scale: "tiny", "mini", "full" or a `Scale`.
+        scale: "tiny", "mini", "dp", "full" or a `Scale`.
         seed: random seed; the same seed (and kit version) gives the same bytes.
         public_documents: size of the public corpus (default: the scale's).
         workers: rendering processes (default: up to 4, at most the CPU count); 1 renders inline.

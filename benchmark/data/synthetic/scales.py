@@ -1,4 +1,5 @@
-"""Sizes of the generated benchmark: `tiny` (tests), `mini` (demo), `full` (the real sizes)."""
+"""Sizes of the generated benchmark: `tiny` (tests), `mini` (demo), `dp` (track 2 at the
+competition's federation size, on a 2-core machine) and `full` (the real sizes)."""
 
 from __future__ import annotations
 
@@ -74,6 +75,27 @@ SCALES: dict[str, Scale] = {
         long_probability=0.12,
         long_items=(16, 34),
         public_documents=3000,
+    ),
+    # Track 2 at the competition's federation size: the real providers per client (400-429), so
+    # m = 50 sampled providers is 1/8 of a client as in the competition, but about 1.5 invoices
+    # per provider (the real data: 4.7-10.6) and few long invoices: seed 0 writes 6,330
+    # training invoices (33,163 questions, 8 per provider: one local step of batch 16 for 95%
+    # of providers), 1,581 val and 2,355 test questions (2.5x mini's) and a public
+    # corpus of 1,000 documents, in 98 s on 2 loaded cores (README, "Track 2 at scale").
+    "dp": Scale(
+        name="dp",
+        providers_per_client=(400, 418, 404, 414, 429, 423, 423, 416, 401, 421),
+        documents_per_provider=(1.5, 1.5, 1.5, 1.5, 2.5, 1.5, 1.6, 1.4, 1.4, 1.5),
+        val_in_documents=200,
+        val_out_providers=50,
+        test_in_documents=300,
+        test_out_providers=80,
+        out_documents_per_provider=2,
+        questions_per_page=(4, 6),
+        items=(1, 9),
+        long_probability=0.05,
+        long_items=(16, 34),
+        public_documents=1000,
     ),
     # Real per-client sizes (providers, documents) of PFL-DocVQA; val/test sized like the release.
     "full": Scale(
