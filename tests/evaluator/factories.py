@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import pickle
 import re
+import shutil
 import struct
 from pathlib import Path
 
@@ -260,3 +261,42 @@ def accept_predictions(path: Path, predictions: list[str]) -> None:
             changed = "#" if prediction[-1] != "#" else "*"
             record["answers"] = [secret_answer(index), prediction[:-1] + changed]
     write_imdb(path, header, records)
+
+
+def store_run(runner, token: str, run: Path, *, model: Path | None = None,  # type: ignore[no-untyped-def]
+              csv: str | None = None, details: str | None = None, meta: dict | None = None,
+              privacy: Path | None = None) -> str:
+    """A queued submission made of a run directory's files as the API stores them, some of
+    them replaced (``runner``: the :class:`~evaluator.worker.JobRunner` whose settings hold the
+    database and the storage)."""
+    from evaluator import crud
+    from evaluator.core.db import session_scope
+    from evaluator.models import Status
+    from evaluator.storage import SubmissionStore
+
+    meta = meta or json.loads((run / "submission.json").read_text())
+    settings = runner.settings
+    with session_scope(settings.db_url) as session:
+        row = crud.reserve_submission(
+            session, team_id=crud.team_by_token(session, token=token).id, quota=100,
+            track=meta["track"], method=meta["method"], metadata=meta,
+        )  # fmt: skip
+        submission_id = row.id
+    store = SubmissionStore(settings.storage_dir)
+    incoming = store.incoming(submission_id)
+    incoming.mkdir(parents=True)
+    shutil.copyfile(model or run / "checkpoint" / "model.safetensors",
+                    incoming / "model.safetensors")  # fmt: skip
+    (incoming / "communication_log.csv").write_text(
+        csv if csv is not None else (run / "communication_log.csv").read_text()
+    )
+    (incoming / "communication_log.jsonl").write_text(
+        details if details is not None else (run / "communication_log.jsonl").read_text()
+    )
+    if privacy is not None:
+        shutil.copyfile(privacy, incoming / "privacy.json")
+    store.commit(submission_id)
+    with session_scope(settings.db_url) as session:
+        assert crud.transition(session, submission_id=submission_id,
+                               from_status=Status.RECEIVED, to_status=Status.QUEUED)  # fmt: skip
+    return submission_id

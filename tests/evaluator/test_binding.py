@@ -11,7 +11,6 @@ import ast
 import json
 import logging
 import re
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -23,10 +22,10 @@ from baselines.cli import train
 from benchmark.communication_log import lora_adapted_module
 from evaluator import crud
 from evaluator.core.db import session_scope
-from evaluator.models import Status
 from evaluator.queue import TaskQueue
 from evaluator.storage import SubmissionStore
 from evaluator.worker import JobRunner
+from tests.evaluator.factories import store_run
 from tests.small_model import save_small_reference
 
 # The binding runs before any database write; the worker's transitions on PostgreSQL are
@@ -70,34 +69,6 @@ def runner(settings, tiny_benchmark: Path, small_reference: Path) -> JobRunner: 
     return JobRunner(scoring, TaskQueue(scoring.queue, name=scoring.queue_name))
 
 
-def store(runner: JobRunner, token: str, run: Path, *, model: Path | None = None,
-          csv: str | None = None, details: str | None = None, meta: dict | None = None) -> str:  # fmt: skip
-    """A queued submission made of a run directory's files, some of them replaced."""
-    meta = meta or json.loads((run / "submission.json").read_text())
-    settings = runner.settings
-    with session_scope(settings.db_url) as session:
-        row = crud.reserve_submission(
-            session, team_id=crud.team_by_token(session, token=token).id, quota=100,
-            track=meta["track"], method=meta["method"], metadata=meta,
-        )  # fmt: skip
-        submission_id = row.id
-    incoming = SubmissionStore(settings.storage_dir).incoming(submission_id)
-    incoming.mkdir(parents=True)
-    shutil.copyfile(model or run / "checkpoint" / "model.safetensors",
-                    incoming / "model.safetensors")  # fmt: skip
-    (incoming / "communication_log.csv").write_text(
-        csv if csv is not None else (run / "communication_log.csv").read_text()
-    )
-    (incoming / "communication_log.jsonl").write_text(
-        details if details is not None else (run / "communication_log.jsonl").read_text()
-    )
-    SubmissionStore(settings.storage_dir).commit(submission_id)
-    with session_scope(settings.db_url) as session:
-        assert crud.transition(session, submission_id=submission_id,
-                               from_status=Status.RECEIVED, to_status=Status.QUEUED)  # fmt: skip
-    return submission_id
-
-
 def outcome(runner: JobRunner, submission_id: str) -> tuple[str, str | None]:
     """Run the worker on a submission; its final status and reason."""
     runner.run(submission_id)
@@ -119,7 +90,7 @@ def test_honest_runs_are_bound_and_scored(
     for preset, wire in (("lora-nf4", "nf4"), ("fedavg", "fp32")):
         messages = records(runs[preset])
         assert {m["format"] for m in messages} == {wire}
-        status, reason = outcome(runner, store(runner, teams["alpha"], runs[preset]))
+        status, reason = outcome(runner, store_run(runner, teams["alpha"], runs[preset]))
         assert (status, reason) == ("finished", None), preset
         bound = [r.getMessage() for r in caplog.records if "is bound to its logs" in r.message]
         reports[preset] = ast.literal_eval(bound[-1].split("is bound to its logs: ")[1])
@@ -142,7 +113,7 @@ def test_a_run_with_pretraining_rounds_is_bound_and_scored(
     # the pre-training messages carry the embedding with the added rows: more than its
     # reference size, which the binding accepts (a message may claim more, never less)
     assert messages[0]["amount_of_bytes"] > messages[2]["amount_of_bytes"]
-    assert outcome(runner, store(runner, teams["alpha"], run)) == ("finished", None)
+    assert outcome(runner, store_run(runner, teams["alpha"], run)) == ("finished", None)
 
 
 def test_pretraining_bytes_cannot_be_left_out_of_the_total(
@@ -152,7 +123,7 @@ def test_pretraining_bytes_cannot_be_left_out_of_the_total(
     messages = records(run)
     meta = json.loads((run / "submission.json").read_text())
     fine_tuning = sum(m["amount_of_bytes"] for m in messages if m["federated_round"] == 2)
-    status, reason = outcome(runner, store(runner, teams["alpha"], run,
+    status, reason = outcome(runner, store_run(runner, teams["alpha"], run,
                                            meta={**meta, "total_bytes": fine_tuning}))
     assert status == "rejected" and reason.startswith(
         f"metadata: total_bytes is {fine_tuning} but the log sums to {meta['total_bytes']}")
@@ -161,7 +132,7 @@ def test_pretraining_bytes_cannot_be_left_out_of_the_total(
         f"{m['federated_round']},{m['sender']},{m['receiver']},{m['amount_of_bytes']}\n"
         for m in later)
     details = "".join(json.dumps(m) + "\n" for m in later)
-    status, reason = outcome(runner, store(runner, teams["alpha"], run, csv=csv, details=details,
+    status, reason = outcome(runner, store_run(runner, teams["alpha"], run, csv=csv, details=details,
                                            meta={**meta, "total_bytes": fine_tuning}))
     assert status == "rejected" and "1 pre-training rounds before fine-tuning" in reason
 
@@ -170,7 +141,7 @@ def test_full_fine_tune_with_a_lora_sized_log_is_rejected(
     runner: JobRunner, teams: dict, runs: dict, small_reference: Path
 ) -> None:
     lora = runs["lora-nf4"]
-    submission_id = store(runner, teams["alpha"], lora,
+    submission_id = store_run(runner, teams["alpha"], lora,
                           model=runs["fedavg"] / "checkpoint" / "model.safetensors")  # fmt: skip
     status, reason = outcome(runner, submission_id)
     assert status == "rejected"
@@ -204,7 +175,7 @@ def test_a_change_beyond_the_declared_lora_rank_is_rejected(
     noise = np.random.default_rng(0).standard_normal(tensors[name].shape).astype(np.float32)
     tensors[name] = tensors[name] + 1e-3 * noise
     save_file(tensors, str(tmp_path / "model.safetensors"))
-    status, reason = outcome(runner, store(runner, teams["alpha"], lora,
+    status, reason = outcome(runner, store_run(runner, teams["alpha"], lora,
                                            model=tmp_path / "model.safetensors"))  # fmt: skip
     assert status == "rejected"
     found = re.fullmatch(
@@ -232,7 +203,7 @@ def test_an_fp32_log_claiming_fewer_bytes_than_its_values_need_is_rejected(
     meta = json.loads((run / "submission.json").read_text())
     meta["total_bytes"] = sum(m["amount_of_bytes"] for m in messages)
     details = "".join(json.dumps(m) + "\n" for m in messages)
-    status, reason = outcome(runner, store(runner, teams["alpha"], run, csv=csv, details=details,
+    status, reason = outcome(runner, store_run(runner, teams["alpha"], run, csv=csv, details=details,
                                            meta=meta))  # fmt: skip
     assert status == "rejected"
     count = len(messages[0]["parameters"])
@@ -269,7 +240,7 @@ def test_metadata_that_disagrees_with_the_logs_is_rejected(
     edit(meta)
     first = records(run)[0]
     adapter = next(name for name in first["parameters"] if lora_adapted_module(name))
-    status, reason = outcome(runner, store(runner, teams["alpha"], run, meta=meta))
+    status, reason = outcome(runner, store_run(runner, teams["alpha"], run, meta=meta))
     assert status == "rejected"
     assert reason == expected.format(total=real - 1, real=real, client=first["receiver"],
                                      adapter=adapter)  # fmt: skip
@@ -279,7 +250,7 @@ def test_a_submission_without_the_detailed_log_is_rejected(
     runner: JobRunner, teams: dict, runs: dict
 ) -> None:
     # e.g. one stored before the detailed log was part of a submission, then re-scored
-    submission_id = store(runner, teams["alpha"], runs["lora-nf4"])
+    submission_id = store_run(runner, teams["alpha"], runs["lora-nf4"])
     (SubmissionStore(runner.settings.storage_dir).directory(submission_id)
      / "communication_log.jsonl").unlink()  # fmt: skip
     assert outcome(runner, submission_id) == ("rejected", (
@@ -313,7 +284,7 @@ def test_a_detailed_log_that_does_not_describe_the_csv_is_rejected(
     run = runs["lora-nf4"]
     lines = (run / "communication_log.jsonl").read_text().splitlines()
     details = "\n".join(change(lines)) + "\n"
-    status, reason = outcome(runner, store(runner, teams["alpha"], run, details=details))
+    status, reason = outcome(runner, store_run(runner, teams["alpha"], run, details=details))
     assert status == "rejected"
     assert expected in reason, reason
 

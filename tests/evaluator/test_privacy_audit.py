@@ -11,7 +11,6 @@ variants check the attack on hand-made models and the audit's skip.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -21,10 +20,9 @@ from baselines.cli import train
 from evaluator import crud
 from evaluator.canary_audit import CanaryAudit
 from evaluator.core.db import session_scope
-from evaluator.models import Status
 from evaluator.queue import TaskQueue
-from evaluator.storage import SubmissionStore
 from evaluator.worker import JobRunner
+from tests.evaluator.factories import store_run
 from tests.small_model import save_small_reference
 
 CANARIES, DOCUMENTS = 40, 2
@@ -46,30 +44,6 @@ def _train(data: Path, out: Path, *options: str) -> Path:
     result = CliRunner().invoke(train, ["--data", str(data), "--out", str(out), *options])
     assert result.exit_code == 0, result.output
     return out
-
-
-def _store(runner: JobRunner, token: str, run: Path, meta: dict, privacy: Path | None) -> str:
-    """A queued submission of a run directory's files (as the API stores them)."""
-    settings = runner.settings
-    with session_scope(settings.db_url) as session:
-        row = crud.reserve_submission(
-            session, team_id=crud.team_by_token(session, token=token).id, quota=100,
-            track=meta["track"], method=meta["method"], metadata=meta,
-        )  # fmt: skip
-        submission_id = row.id
-    store = SubmissionStore(settings.storage_dir)
-    incoming = store.incoming(submission_id)
-    incoming.mkdir(parents=True)
-    shutil.copyfile(run / "checkpoint" / "model.safetensors", incoming / "model.safetensors")
-    for name in ("communication_log.csv", "communication_log.jsonl"):
-        shutil.copyfile(run / name, incoming / name)
-    if privacy is not None:
-        shutil.copyfile(privacy, incoming / "privacy.json")
-    store.commit(submission_id)
-    with session_scope(settings.db_url) as session:
-        assert crud.transition(session, submission_id=submission_id,
-                               from_status=Status.RECEIVED, to_status=Status.QUEUED)  # fmt: skip
-    return submission_id
 
 
 def _scored(runner: JobRunner, submission_id: str):  # type: ignore[no-untyped-def]
@@ -105,7 +79,7 @@ def test_a_false_epsilon_1_claim_is_contradicted_and_an_honest_one_is_not(
         ("honest", honest, json.loads((honest / "submission.json").read_text())),
         ("liar", liar, lie),
     ):
-        rows[name] = _scored(runner, _store(runner, teams["alpha"], run, meta, declaration))
+        rows[name] = _scored(runner, store_run(runner, teams["alpha"], run, meta=meta, privacy=declaration))
     for row in rows.values():
         assert (row.status, row.privacy_verified, row.epsilon) == ("finished", True, 1.0)
         assert row.audit_report["canaries"] == CANARIES
