@@ -396,16 +396,22 @@ def selected(experiments: Sequence[Experiment], only: str | None) -> tuple[Exper
     return tuple(e for e in experiments if short_name(e) in names)
 
 
-def fsp_experiments(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    """Issue 16: train (or keep) the selected :data:`FSP` runs, then tabulate every finished one."""
+def run_selected(experiments: Sequence[Experiment], args: argparse.Namespace,
+                 parser: argparse.ArgumentParser) -> None:
+    """Train (or keep) the experiments ``--only`` names, ``--parallel`` at a time."""
     try:
-        experiments = selected(FSP, args.only)
+        chosen = selected(experiments, args.only)
     except ValueError as error:
         parser.error(str(error))
     args.out.mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(max_workers=args.parallel) as pool:
         list(pool.map(lambda e: run_experiment(e, args.data, args.out, args.base,
-                                               args.val_limit), experiments))
+                                               args.val_limit), chosen))
+
+
+def fsp_experiments(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """Issue 16: train (or keep) the selected :data:`FSP` runs, then tabulate every finished one."""
+    run_selected(FSP, args, parser)
     rows = [read_fsp_run(args.out / e.name) for e in FSP
             if (args.out / e.name / "val.json").is_file()]
     (args.out / "fsp.md").write_text(fsp_table(rows), encoding="utf-8")
@@ -436,14 +442,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         fsp_experiments(args, parser)
         return
     if args.track == "3":
-        try:
-            experiments = selected(TRACK3, args.only)
-        except ValueError as error:
-            parser.error(str(error))
-        args.out.mkdir(parents=True, exist_ok=True)
-        with ThreadPoolExecutor(max_workers=args.parallel) as pool:
-            list(pool.map(lambda e: run_experiment(e, args.data, args.out, args.base,
-                                                   args.val_limit), experiments))
+        run_selected(TRACK3, args, parser)
         reports = track3(args.data, args.out, args.base)
         (args.out / "track3.md").write_text(personal_table(reports), encoding="utf-8")
         plot_per_client(reports, args.out / "track3.png")
