@@ -136,7 +136,8 @@ def plot_per_client(reports: Sequence[PersonalReport], out: str | Path) -> Path:
     axes.set_ylabel("ANLS on the client's personal test split")
     axes.grid(True, alpha=0.3)
     if reports:
-        axes.legend(fontsize="small")
+        axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        figure.set_figwidth(figure.get_figwidth() * 1.35)
     return save_figure(figure, out)
 
 
