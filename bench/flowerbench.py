@@ -90,8 +90,7 @@ def main() -> None:
     parser.add_argument("--base", default="base")
     parser.add_argument("--nodes", default="0-3,4-6,7-9",
                         help="SuperNode client groups, separated by ';' (or by ',' when each "
-                             "group is one id or one range, as 0-3,4-6,7-9)."
-                             "ranges).")
+                             "group is one id or one range, as 0-3,4-6,7-9).")
     parser.add_argument("--engines", default="in-process,deployment,simulation")
     parser.add_argument("train_options", nargs=argparse.REMAINDER)
     args = parser.parse_args()
