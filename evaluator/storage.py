@@ -190,6 +190,7 @@ class _PartWriter:
         self._value = b""
         self._name: str | None = None
         self._handle: BinaryIO | None = None
+        self._metadata_track: int | None = None
 
     def callbacks(self) -> dict[str, object]:
         return {
@@ -281,7 +282,7 @@ class _PartWriter:
                 f"{name} came before the metadata part; send metadata (submission.json) first: "
                 f"it names the track, and only track {tracks} submissions carry personalisations",
             )
-        track = _declared_track(self.directory / FILENAMES["metadata"])
+        track = self._metadata_track
         if track not in self.personal.tracks:
             shown = "this" if track is None else f"track {track}"
             raise UploadError(
@@ -312,6 +313,8 @@ class _PartWriter:
         if self._handle is not None:
             self._handle.close()
             self._handle = None
+            if self._name == "metadata":
+                self._metadata_track = _declared_track(self.directory / FILENAMES["metadata"])
 
     def close(self) -> None:
         self._part_end()
