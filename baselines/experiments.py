@@ -28,6 +28,12 @@ pre-training and FedAvg while fine-tuning (the pilot study's protocol), and FSP 
 each objective alone; every run fine-tunes for the ``fedavg`` preset's 10 rounds and samples
 the same clients in them. Writes ``OUT/fsp.md`` (:mod:`baselines.fsp.report`).
 
+``--track dp-scale`` runs issue 17's table on a ``dp``-scale benchmark (not part of ``all``;
+``--only`` trains some runs): ``dp-fedavg-competition`` and ``dp-lora-competition`` at epsilon
+1, 4 and 8 over seeds 0 and 1, ``fedavg`` over 5 rounds, and seed 0 of each DP preset without
+clipping or noise; every declaration checked by ``pflkit dp verify``. Writes ``OUT/dp_scale.md``
+(:mod:`baselines.dp_scale_report`), ``OUT/dp_scale.png`` and ``OUT/dp_scale_rounds.png``.
+
 ``--track optimiser`` runs issue 15's comparisons (not part of ``all``): ``fedavg`` and
 ``fedshampoo`` trained one round at a time with every round's checkpoint scored on the whole val
 and test splits (:mod:`baselines.round_scores`; ``OUT/optimiser_track1.md`` with the rounds and
@@ -51,6 +57,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from baselines.dp_scale_report import (
+    NO_PRIVACY,
+    DPScaleRun,
+    dp_scale_table,
+    plot_dp_scale,
+    plot_round_curves,
+    read_dp_scale_run,
+)
 from baselines.fsp.report import fsp_table, read_fsp_run
 from baselines.personal_report import (
     SCORES,
@@ -136,6 +150,31 @@ FSP = (
                                              "--server-momentum", "0.9")),
     *(Experiment(f"fsp-{objective}", "fsp-fedavg", ("--fsp-objectives", objective))
       for objective in ("tm", "lm", "tlm")),
+)
+
+
+#: Issue 17: the competition's DP presets on the ``dp`` scale at epsilon 1/4/8 over two seeds,
+#: then non-private ``fedavg`` over the DP baseline's 5 rounds on the clients' whole data, then
+#: each DP preset of seed 0 without clipping or noise (sigma 1e-9 at S = 1000: no update is
+#: clipped and the noise's standard deviation is 1e-6). The order is the table's priority: a
+#: session that runs out of time has the private runs first. Seed 1 skips the per-round
+#: validation (the table scores every checkpoint on the whole val split).
+DP_SCALE_PRESETS = ("dp-fedavg-competition", "dp-lora-competition")
+DP_SCALE_SEEDS = (0, 1)
+_NO_PRIVACY_OPTIONS = ("--noise-multiplier", "1e-9", "--clipping-norm", "1000")
+
+
+def _dp_scale_run(preset: str, budget: str, options: tuple[str, ...], seed: int) -> Experiment:
+    quiet = ("--val-limit", "0") if seed else ()
+    return Experiment(f"{preset}-{budget}-seed{seed}", preset,
+                      (*options, "--seed", str(seed), *quiet))
+
+
+DP_SCALE = (
+    *(_dp_scale_run(preset, f"eps{epsilon}", ("--epsilon", str(epsilon)), seed)
+      for seed in DP_SCALE_SEEDS for epsilon in (8, 1, 4) for preset in DP_SCALE_PRESETS),
+    Experiment("fedavg-seed0", "fedavg", ("--rounds", "5", "--val-limit", "0")),
+    *(_dp_scale_run(preset, NO_PRIVACY, _NO_PRIVACY_OPTIONS, 0) for preset in DP_SCALE_PRESETS),
 )
 
 
@@ -418,28 +457,64 @@ def fsp_experiments(args: argparse.Namespace, parser: argparse.ArgumentParser) -
     print(fsp_table(rows))
 
 
+def dp_scale_experiments(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """Issue 17: train (or keep) the selected :data:`DP_SCALE` runs, verify every declaration,
+    score the base, then tabulate and plot every finished run."""
+    run_selected(DP_SCALE, args, parser)
+    base = args.out / "base"
+    if not (base / "val.json").is_file():
+        base.mkdir(parents=True, exist_ok=True)
+        scored = _pflkit("evaluate", args.base, "--data", str(args.data), "--split", "val",
+                         "--json")
+        if scored.returncode != 0:
+            raise RuntimeError(f"base: scoring failed:\n{scored.stderr[-2000:]}")
+        (base / "val.json").write_text(scored.stdout, encoding="utf-8")
+    base_anls = json.loads((base / "val.json").read_text(encoding="utf-8"))["anls"]
+    runs: list[DPScaleRun] = []
+    for experiment in DP_SCALE:
+        run = args.out / experiment.name
+        if not (run / "val.json").is_file():
+            continue
+        name, _, seed = experiment.name.rpartition("-seed")
+        budget = name.removeprefix(experiment.preset).lstrip("-")
+        if budget.startswith("eps"):
+            verify_privacy(run)
+        runs.append(read_dp_scale_run(run, experiment.preset, budget, int(seed)))
+    runs.sort(key=lambda r: (r.preset != "fedavg", r.preset, r.budget or "z", r.seed))
+    table = dp_scale_table(runs, base_anls, DP_SCALE_SEEDS)
+    (args.out / "dp_scale.md").write_text(table, encoding="utf-8")
+    plot_dp_scale(runs, base_anls, args.out / "dp_scale.png")
+    plot_round_curves([r for r in runs if r.seed == 0], base_anls,
+                      args.out / "dp_scale_rounds.png")
+    print(table)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the experiments, then write the tables and plots."""
     parser = argparse.ArgumentParser(prog="python -m baselines.experiments",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="benchmark directory")
     parser.add_argument("--out", type=Path, required=True, help="where the runs go")
-    parser.add_argument("--track", choices=("1", "2", "3", "optimiser", "fsp", "all"),
+    parser.add_argument("--track", choices=("1", "2", "3", "optimiser", "fsp", "dp-scale", "all"),
                         default="all", help="optimiser: issue 15's runs (fedshampoo, "
-                        "dp-clgecl); fsp: issue 16's federated self-pretraining; not in all")
+                        "dp-clgecl); fsp: issue 16's federated self-pretraining; dp-scale: "
+                        "issue 17's competition DP presets on the dp scale; not in all")
     parser.add_argument("--base", default="base", help="pre-trained checkpoint (default: base)")
     parser.add_argument("--parallel", type=int, default=2, help="runs at a time")
     parser.add_argument("--val-limit", type=int, default=100,
                         help="questions validated after each round")
-    parser.add_argument("--only", help="track 3 and fsp: train only these (comma-separated, "
-                        "e.g. pfedcr,lora-10rounds or fsp-fedavg,fsp-tm); --track optimiser: "
-                        "these run names only")
+    parser.add_argument("--only", help="track 3, fsp and dp-scale: train only these "
+                        "(comma-separated, e.g. pfedcr,lora-10rounds or fsp-fedavg,fsp-tm or "
+                        "dp-lora-competition-eps8-seed0); --track optimiser: these run names only")
     args = parser.parse_args(argv)
     if args.track == "optimiser":
         optimiser_experiments(args)
         return
     if args.track == "fsp":
         fsp_experiments(args, parser)
+        return
+    if args.track == "dp-scale":
+        dp_scale_experiments(args, parser)
         return
     if args.track == "3":
         run_selected(TRACK3, args, parser)

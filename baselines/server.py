@@ -20,6 +20,10 @@ from baselines.communication import SERVER, Channel, CommunicationLog
 from baselines.strategies import Strategy
 from baselines.wire import EncodedMessage
 
+#: Client metrics whose name starts with this are the DP methods' per-client diagnostics
+#: (clipping and noise against signal), logged per client in the round's ``privacy`` row.
+PRIVACY_DIAGNOSTIC = "dp_"
+
 
 class FederatedServer:
     """The server of a federation of ``num_clients`` clients.
@@ -99,4 +103,8 @@ class FederatedServer:
         losses = [r.metrics["loss"] for r in results if "loss" in r.metrics]
         if losses:
             row["train_loss"] = float(np.mean(losses))
+        privacy = [{key: value for key, value in r.metrics.items()
+                    if key.startswith(PRIVACY_DIAGNOSTIC)} for r in results]
+        if any(privacy):
+            row["privacy"] = privacy
         return row

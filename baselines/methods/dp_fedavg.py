@@ -41,7 +41,12 @@ from baselines.methods.full import FullFineTuning
 from baselines.methods.lora import LoRA
 from baselines.options import build_options
 from baselines.privacy.clipped_sum import ClippedSum
-from baselines.privacy.mechanism import noisy_mean, sample_providers, sum_clipped
+from baselines.privacy.mechanism import (
+    noisy_mean,
+    sample_providers,
+    sum_clipped,
+    update_norm,
+)
 from baselines.privacy.plan import PrivacyOptions, PrivacyPlan, make_plan, min_providers
 
 if TYPE_CHECKING:
@@ -145,7 +150,7 @@ class DPFedAvg(Method):
         return {provider: groups[provider] for provider in sampled}
 
     def clipped_sum(self, job: ClientJob, sampled: Mapping[str, list[int]]
-                    ) -> tuple[dict[str, torch.Tensor], list[float], int]:
+                    ) -> tuple[dict[str, torch.Tensor], list[float], int, list[float]]:
         """Per sampled provider: reset, train on its rows only; the sum of the clipped updates.
 
         ``provider_path`` ``streamed`` clips and adds each update as soon as it is trained, in
@@ -157,7 +162,8 @@ class DPFedAvg(Method):
             sampled: provider -> its rows.
 
         Returns:
-            The clipped sum, each provider's training loss and the local steps in all.
+            The clipped sum, each provider's training loss, the local steps in all and each
+            provider's update norm before clipping.
         """
         start = {name: job.start_weights[name] for name in job.parameters.names}
         streamed = self.options.provider_path == "streamed"
@@ -175,14 +181,22 @@ class DPFedAvg(Method):
             steps += stats.steps
         job.reset()
         if accumulator is not None:
-            return accumulator.total, losses, steps
-        return sum_clipped(updates, self._plan().clipping_norm, like=start), losses, steps
+            return accumulator.total, losses, steps, accumulator.norms
+        norms = [update_norm(update) for update in updates]
+        total = sum_clipped(updates, self._plan().clipping_norm, like=start)
+        return total, losses, steps, norms
 
     def compute_update(self, job: ClientJob) -> ClientUpdate:
         """The clipped sum over the sampled providers, one Gaussian draw on it, divided by m."""
         plan = self._plan()
         sampled = self.sampled_providers(job)
-        total, losses, steps = self.clipped_sum(job, sampled)
+        total, losses, steps, norms = self.clipped_sum(job, sampled)
+        metrics = {
+            "loss": float(np.mean(losses)) if losses else math.nan,
+            "sampled_providers": float(len(sampled)),
+            "steps": float(steps),
+            **noise_to_signal(total, norms, plan),
+        }
         delta = noisy_mean(
             total,
             clipping_norm=plan.clipping_norm,
@@ -190,11 +204,6 @@ class DPFedAvg(Method):
             expected_providers=plan.providers_per_round,
             generator=_generator(job.seed, _NOISE_STREAM),
         )
-        metrics = {
-            "loss": float(np.mean(losses)) if losses else math.nan,
-            "sampled_providers": float(len(sampled)),
-            "steps": float(steps),
-        }
         return ClientUpdate(delta, num_examples=plan.providers_per_round, metrics=metrics)
 
     def inference_model(self, model: nn.Module) -> nn.Module:
@@ -233,6 +242,28 @@ class DPLoRA(DPFedAvg):
     name = "dp-lora"
     inner_class = LoRA
     option_classes = (*LoRA.option_classes, PrivacyOptions)
+
+
+def noise_to_signal(total: Mapping[str, torch.Tensor], norms: list[float],
+                    plan: PrivacyPlan) -> dict[str, float]:
+    """Diagnostics of one client update: what the clipping kept and how the noise compares.
+
+    ``dp_clipped_sum_norm`` is ``||sum of clipped updates||`` before noise; ``dp_noise_norm`` the
+    expected norm of the Gaussian draw on it, ``sigma S sqrt(d)`` for d values. Both are
+    divided by m in the update, so their ratio is the update's noise-to-signal ratio (per
+    coordinate in root mean square). Simulation diagnostics, outside the guarantee; the server
+    logs every ``dp_`` metric per client in the round's ``privacy`` row of ``metrics.jsonl``.
+    """
+    values = sum(t.numel() for t in total.values())
+    summed = math.sqrt(sum(float(torch.linalg.vector_norm(t, dtype=torch.float64)) ** 2
+                           for t in total.values()))
+    return {
+        "dp_update_norm_median": float(np.median(norms)) if norms else math.nan,
+        "dp_clipped_share": (float(np.mean([n > plan.clipping_norm for n in norms]))
+                          if norms else math.nan),
+        "dp_clipped_sum_norm": summed,
+        "dp_noise_norm": plan.noise_multiplier * plan.clipping_norm * math.sqrt(values),
+    }
 
 
 def _generator(seed: int, stream: int) -> torch.Generator:

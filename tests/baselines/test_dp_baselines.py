@@ -66,6 +66,25 @@ def test_a_dp_run_writes_a_declaration_that_verifies(preset: str, dp_runs) -> No
     assert 0.0 <= metrics["val_anls"] <= 1.0
 
 
+@pytest.mark.parametrize("preset", ["dp-fedavg", "dp-lora"])
+def test_each_client_update_logs_its_noise_against_its_clipped_sum(preset: str, dp_runs) -> None:
+    out = dp_runs[preset]
+    declaration = json.loads((out / "privacy.json").read_text())
+    row = json.loads((out / "metrics.jsonl").read_text().splitlines()[0])
+    sent = json.loads((out / "communication_log.jsonl").read_text().splitlines()[0])
+    values = sent["amount_of_bytes"] // 4  # fp32 wire: 4 bytes a value
+    sigma, clip = declaration["noise_multiplier"], declaration["clipping_norm"]
+    assert len(row["privacy"]) == len(row["clients"]) == 2
+    for client in row["privacy"]:
+        assert client["dp_noise_norm"] == pytest.approx(sigma * clip * values ** 0.5)
+        # one provider per client at most on tiny (m = 1): the clipped sum is that update
+        # clipped to S, or nothing when Poisson sampling drew no provider
+        assert 0.0 <= client["dp_clipped_sum_norm"] <= clip
+        if client["dp_clipped_share"] == 1.0:
+            assert client["dp_update_norm_median"] > clip
+            assert client["dp_clipped_sum_norm"] == pytest.approx(clip, rel=1e-5)
+
+
 def test_dp_lora_sends_only_adapters_and_the_winners_modules(dp_runs) -> None:
     records = [json.loads(line) for line in
                (dp_runs["dp-lora"] / "communication_log.jsonl").read_text().splitlines()]
@@ -155,3 +174,32 @@ def test_removing_a_provider_changes_a_real_clients_pre_noise_sum_by_at_most_s(
         assert 0.9 * s < change <= s * (1 + 1e-5), (removed, change)
     assert all(torch.equal(v, start[n]) for n, v in
                get_values(simulation.model, simulation.parameters).items())  # model reset after
+
+
+def test_the_dp_scale_table_reads_a_scored_verified_run(dp_runs, tiny_data: Path) -> None:
+    from baselines.dp_scale_report import dp_scale_table, read_dp_scale_run
+    from baselines.experiments import verify_privacy
+    from benchmark.evaluation.cli import evaluate
+
+    out = dp_runs["dp-fedavg"]
+    scored = CliRunner().invoke(evaluate, [str(out / "checkpoint"), "--data", str(tiny_data),
+                                           "--split", "val", "--json"], catch_exceptions=False)
+    assert scored.exit_code == 0, scored.output
+    (out / "val.json").write_text(scored.stdout)
+    verify_privacy(out)
+    run = read_dp_scale_run(out, "dp-fedavg", "eps8", seed=0)
+    declaration = json.loads((out / "privacy.json").read_text())
+    values = json.loads((out / "communication_log.jsonl").read_text().splitlines()[0])[
+        "amount_of_bytes"] // 4
+    assert run.val_anls == json.loads((out / "val.json").read_text())["anls"]
+    assert run.verified_epsilon is not None and run.verified_epsilon <= 8.0
+    assert run.noise_multiplier == declaration["noise_multiplier"]
+    # the clipped sum of m = 1 provider is at most S: noise / signal >= sigma sqrt(d)
+    if run.noise_to_signal is not None:
+        assert run.noise_to_signal >= declaration["noise_multiplier"] * values ** 0.5 * 0.999
+    table = dp_scale_table([run], base_anls=0.25, seeds=(0, 1))
+    row = next(line for line in table.splitlines() if line.startswith("| `dp-fedavg`"))
+    assert f"| 8 ({run.verified_epsilon:.3f}) |" in row
+    assert f"| {run.val_anls:.4f} |  | {run.val_anls:.4f} | one seed | " in row
+    assert f"{run.val_anls - 0.25:+.4f}" in row
+    assert "| base (no training) |" in table

@@ -55,7 +55,7 @@ def test_streamed_and_reference_paths_give_the_same_pre_noise_sum(
     sums = {}
     for path in ("reference", "streamed"):
         method.options = dataclasses.replace(method.options, provider_path=path)
-        sums[path], losses, steps = method.clipped_sum(job, sampled)
+        sums[path], losses, steps, _ = method.clipped_sum(job, sampled)
         assert len(losses) == 3 and steps >= 3
         assert all(torch.equal(v, start[n]) for n, v in
                    get_values(simulation.model, simulation.parameters).items())  # reset after

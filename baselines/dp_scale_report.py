@@ -1,0 +1,194 @@
+"""Issue 17's table: the competition's DP presets on the ``dp`` scale, seeds side by side.
+
+Reads the run directories ``python -m baselines.experiments --track dp-scale`` writes
+(``OUT/<preset>-eps<E>-seed<S>``, ``OUT/<preset>-noprivacy-seed<S>``, ``OUT/fedavg-seed0``,
+``OUT/base``) and writes the table (val ANLS of every seed, their mean and spread, the verified
+epsilon, the noise against the signal of the clipped sum) and two plots: ANLS against epsilon,
+and the per-round validation curves of seed 0.
+
+The noise-to-signal ratio of a client update is ``sigma S sqrt(d) / ||sum of clipped
+updates||`` (``dp_noise_norm`` / ``dp_clipped_sum_norm`` in ``metrics.jsonl``, logged by
+:func:`baselines.methods.dp_fedavg.noise_to_signal`): above 1 the update the server receives is
+more noise than signal, in norm and per coordinate.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from baselines.report import format_bytes
+from benchmark.figures import new_figure, save_figure
+
+EPSILONS = (1, 4, 8)
+NO_PRIVACY = "noprivacy"
+
+
+@dataclass(frozen=True)
+class DPScaleRun:
+    """One finished run of the track.
+
+    Attributes:
+        preset: the preset (``dp-fedavg-competition``, ``fedavg``, ...).
+        budget: ``eps1``, ``eps4``, ``eps8``, ``noprivacy`` or ``""`` (non-DP runs).
+        seed: the training seed.
+        val_anls: the checkpoint's ANLS on the whole val split.
+        verified_epsilon: ``pflkit dp verify``'s RDP epsilon (``None`` without a declaration).
+        noise_multiplier: sigma (``None`` without a declaration).
+        total_bytes: all messages of the run.
+        train_seconds: wall time of the rounds.
+        noise_to_signal: mean over every client update of noise norm / clipped-sum norm.
+        clipped_share: mean share of sampled providers whose update was clipped.
+        update_norm: median over client updates of the median provider update norm.
+        curve: (round, val ANLS on the per-round questions) after each evaluated round.
+    """
+
+    preset: str
+    budget: str
+    seed: int
+    val_anls: float
+    verified_epsilon: float | None
+    noise_multiplier: float | None
+    total_bytes: int
+    train_seconds: float
+    noise_to_signal: float | None
+    clipped_share: float | None
+    update_norm: float | None
+    curve: tuple[tuple[int, float], ...]
+
+
+def _json(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def read_dp_scale_run(run: Path, preset: str, budget: str, seed: int) -> DPScaleRun:
+    """The figures of one finished, scored run (``val.json`` written).
+
+    Raises:
+        FileNotFoundError: when the run is not finished or not scored.
+    """
+    submission = _json(run / "submission.json")
+    rows = [json.loads(line) for line in
+            (run / "metrics.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    updates = [client for row in rows for client in row.get("privacy", ())]
+    verify = _json(run / "verify.json") if (run / "verify.json").is_file() else None
+    declaration = _json(run / "privacy.json") if (run / "privacy.json").is_file() else None
+    return DPScaleRun(
+        preset=preset,
+        budget=budget,
+        seed=seed,
+        val_anls=_json(run / "val.json")["anls"],
+        verified_epsilon=None if verify is None else verify["epsilon"]["rdp"],
+        noise_multiplier=None if declaration is None else declaration["noise_multiplier"],
+        total_bytes=submission["total_bytes"],
+        train_seconds=submission["timing"]["wall"],
+        noise_to_signal=_mean([u["dp_noise_norm"] / u["dp_clipped_sum_norm"] for u in updates
+                               if u["dp_clipped_sum_norm"] > 0]),
+        clipped_share=_mean([u["dp_clipped_share"] for u in updates]),
+        update_norm=statistics.median([u["dp_update_norm_median"] for u in updates])
+        if updates else None,
+        curve=tuple((row["round"], row["val_anls"]) for row in rows if "val_anls" in row),
+    )
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def _group(runs: Sequence[DPScaleRun]) -> dict[tuple[str, str], list[DPScaleRun]]:
+    groups: dict[tuple[str, str], list[DPScaleRun]] = {}
+    for run in runs:
+        groups.setdefault((run.preset, run.budget), []).append(run)
+    return groups
+
+
+def _spread(scores: Sequence[float]) -> str:
+    """Max minus min over the seeds; a single seed has no spread to show."""
+    return f"{max(scores) - min(scores):.4f}" if len(scores) > 1 else "one seed"
+
+
+def _cell(value: float | None, digits: int = 4) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def dp_scale_table(runs: Sequence[DPScaleRun], base_anls: float | None,
+                   seeds: Sequence[int]) -> str:
+    """Markdown: one row per (preset, budget), a column per seed, mean, spread, against base."""
+    header = ("| run | epsilon (verified) | sigma | " + " | ".join(f"seed {s}" for s in seeds)
+              + " | mean | spread | mean - base | noise / signal | clipped | total bytes | "
+              "train wall |")
+    lines = [header, "| --- | --- | ---: |" + " ---: |" * (len(seeds) + 7)]
+    if base_anls is not None:
+        lines.append("| base (no training) | | |" + " |" * len(seeds)
+                     + f" {base_anls:.4f} | | | | | | |")
+    for (preset, budget), group in _group(runs).items():
+        by_seed = {run.seed: run for run in group}
+        scores = [run.val_anls for run in group]
+        mean = statistics.fmean(scores)
+        first = group[0]
+        epsilon = ("" if first.verified_epsilon is None or budget == NO_PRIVACY
+                   else f"{budget.removeprefix('eps')} ({first.verified_epsilon:.3f})")
+        sigma = ("" if first.noise_multiplier is None or budget == NO_PRIVACY
+                 else f"{first.noise_multiplier:.4f}")
+        name = f"`{preset}`" + (" without clipping or noise" if budget == NO_PRIVACY else "")
+        seconds = statistics.fmean(run.train_seconds for run in group)
+        lines.append(
+            f"| {name} | {epsilon} | {sigma} | "
+            + " | ".join(_cell(by_seed[s].val_anls) if s in by_seed else "" for s in seeds)
+            + f" | {mean:.4f} | {_spread(scores)} | "
+            + ("" if base_anls is None else f"{mean - base_anls:+.4f}")
+            + f" | {_cell(_mean([r.noise_to_signal for r in group if r.noise_to_signal]), 1)}"
+            + f" | {_cell(_mean([r.clipped_share for r in group if r.clipped_share is not None]), 2)}"
+            + f" | {format_bytes(first.total_bytes)} | {seconds / 60:.1f} min |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_dp_scale(runs: Sequence[DPScaleRun], base_anls: float | None, target: Path) -> Path:
+    """Val ANLS against epsilon: every seed a point, the mean a line, per preset; the base and
+    the runs without privacy as horizontal lines."""
+    figure, axes = new_figure()
+    groups = _group(runs)
+    for preset in dict.fromkeys(run.preset for run in runs if run.budget.startswith("eps")):
+        points = [(int(budget.removeprefix("eps")), group) for (name, budget), group
+                  in groups.items() if name == preset and budget.startswith("eps")]
+        points.sort(key=lambda point: point[0])
+        means = [(e, statistics.fmean(r.val_anls for r in group)) for e, group in points]
+        line, = axes.plot(*zip(*means, strict=True), marker="o", label=preset)
+        for epsilon, group in points:
+            axes.scatter([epsilon] * len(group), [r.val_anls for r in group], marker="x",
+                         color=line.get_color())
+        free = groups.get((preset, NO_PRIVACY))
+        if free:
+            axes.axhline(statistics.fmean(r.val_anls for r in free), linestyle=":",
+                         color=line.get_color(), label=f"{preset}, no clipping or noise")
+    for (preset, budget), group in groups.items():
+        if not budget:
+            axes.axhline(statistics.fmean(r.val_anls for r in group), linestyle="-.",
+                         color="black", label=f"{preset} (no DP)")
+    if base_anls is not None:
+        axes.axhline(base_anls, linestyle="--", color="grey", label="base")
+    axes.set_xlabel("epsilon (delta 1e-5, provider level); x: a seed, line: the mean")
+    axes.set_ylabel("validation ANLS (whole split)")
+    axes.set_xticks(EPSILONS)
+    axes.grid(True, alpha=0.3)
+    axes.legend(fontsize="small")
+    return save_figure(figure, target)
+
+
+def plot_round_curves(runs: Sequence[DPScaleRun], base_anls: float | None, target: Path) -> Path:
+    """Per-round val ANLS (the questions validated after each round) of every run that has it."""
+    figure, axes = new_figure()
+    for run in runs:
+        if run.curve:
+            label = f"{run.preset} {run.budget or 'no DP'} seed {run.seed}"
+            axes.plot(*zip(*run.curve, strict=True), marker=".", label=label)
+    if base_anls is not None:
+        axes.axhline(base_anls, linestyle="--", color="grey", label="base (whole val)")
+    axes.set_xlabel("round")
+    axes.set_ylabel("val ANLS after the round (per-round questions)")
+    axes.grid(True, alpha=0.3)
+    axes.legend(fontsize="x-small")
+    return save_figure(figure, target)
