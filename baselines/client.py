@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -59,6 +59,17 @@ class ClientReply:
     num_examples: int
     metrics: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
+
+    def for_the_wire(self, private: bool) -> ClientReply:
+        """The reply as it may leave the client's machine.
+
+        A private method's metrics (training loss, update norms, the clipped sum's norm) are
+        computed from its providers' data without noise: sent to the server, they would be
+        a release outside the declared guarantee. So a private method's reply crosses a
+        real network with its noised update and no metrics; the in-process simulation,
+        where every party is one trusted process, keeps them as diagnostics.
+        """
+        return replace(self, metrics={}) if private else self
 
 
 def build_trainer(config: TrainConfig, task: FederatedTask, *, progress: bool,

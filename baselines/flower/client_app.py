@@ -134,7 +134,9 @@ def train(message: Message, context: Context) -> Message:
     federated_round = int(message.content["round"]["round"])
     clients = [int(k) for k in message.content["round"]["clients"]]
     broadcast = encoded_message(dict(message.content[WIRE]), names)
-    replies = {client: party.fit(federated_round, client, broadcast) for client in clients}
+    private = party.method.privacy_declaration() is not None
+    replies = {client: party.fit(federated_round, client, broadcast).for_the_wire(private)
+               for client in clients}
     for client in clients:
         state = party.states.get(client)
         if state:

@@ -105,3 +105,16 @@ def test_a_party_refuses_a_client_whose_data_it_does_not_hold(task) -> None:
         get_values(party.model, party.parameters))
     with pytest.raises(ValueError, match=r"client 4 is not one of this party's clients \(\[3\]\)"):
         party.fit(1, 4, broadcast)
+
+
+def test_a_private_clients_reply_leaves_its_machine_without_metrics(task) -> None:
+    config = preset_config("dp-lora", rounds=1, epsilon=4.0, val_limit=0)
+    method = _bound_method(config, task)
+    party = FederatedClient.build(config, task, method, clients=[3])
+    broadcast = config.build_codec().encode(get_values(party.model, party.parameters))
+    reply = party.fit(1, 3, broadcast)
+    assert {"dp_clipped_sum_norm", "dp_noise_norm"} <= reply.metrics.keys()
+    sent = reply.for_the_wire(private=method.privacy_declaration() is not None)
+    assert sent.metrics == {}
+    assert sent.message is reply.message and sent.num_examples == reply.num_examples
+    assert reply.for_the_wire(private=False) is reply
