@@ -11,7 +11,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup flower-setup demo test test-slow lint bench bench-dp bench-api-fuzz clean
+.PHONY: setup constraints flower-setup demo test test-slow lint bench bench-dp bench-api-fuzz clean
 
 setup: $(STAMP)
 
@@ -19,15 +19,22 @@ setup: $(STAMP)
 # anything else would pull several GB of CUDA packages. Debian's chromium drives the browser
 # test (Playwright never downloads a browser of its own here); it is installed when missing and
 # apt-get is usable (root), and the browser test says so when it is not there.
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
 	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 		|| echo "chromium could not be installed: the browser test will be skipped"; fi
 	touch $(STAMP)
+
+# Rewrite constraints.txt from the current environment (after an upgrade; then re-measure the
+# README's figures, which were taken with the versions it names).
+constraints: setup
+	{ sed -n '1,4p' constraints.txt; $(BIN)/pip freeze --exclude-editable \
+		| grep -v -i -e '^torch==' -e '^pfl-docvqa-kit' -e ' @ '; } > constraints.txt.tmp
+	mv constraints.txt.tmp constraints.txt
 
 # Flower's engines in an environment of their own (flwr 1.41 pins fastapi 0.138, starlette 1.3,
 # uvicorn 0.49, rich 14 and protobuf < 7, which the main environment does not take): the kit
