@@ -251,8 +251,10 @@ def noise_to_signal(total: Mapping[str, torch.Tensor], norms: list[float],
     ``dp_clipped_sum_norm`` is ``||sum of clipped updates||`` before noise; ``dp_noise_norm`` the
     expected norm of the Gaussian draw on it, ``sigma S sqrt(d)`` for d values. Both are
     divided by m in the update, so their ratio is the update's noise-to-signal ratio (per
-    coordinate in root mean square). Simulation diagnostics, outside the guarantee; the server
-    logs every ``dp_`` metric per client in the round's ``privacy`` row of ``metrics.jsonl``.
+    coordinate in root mean square). Simulation diagnostics, outside the guarantee: the
+    in-process server logs every ``dp_`` metric per client in the round's ``privacy`` row of
+    ``metrics.jsonl``, and a client on a real network never sends them
+    (:meth:`baselines.client.ClientReply.for_the_wire`).
     """
     values = sum(t.numel() for t in total.values())
     summed = math.sqrt(sum(float(torch.linalg.vector_norm(t, dtype=torch.float64)) ** 2
