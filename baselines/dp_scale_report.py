@@ -42,7 +42,6 @@ class DPScaleRun:
         train_seconds: wall time of the rounds.
         noise_to_signal: mean over every client update of noise norm / clipped-sum norm.
         clipped_share: mean share of sampled providers whose update was clipped.
-        update_norm: median over client updates of the median provider update norm.
         curve: (round, val ANLS on the per-round questions) after each evaluated round.
     """
 
@@ -56,7 +55,6 @@ class DPScaleRun:
     train_seconds: float
     noise_to_signal: float | None
     clipped_share: float | None
-    update_norm: float | None
     curve: tuple[tuple[int, float], ...]
 
 
@@ -88,8 +86,6 @@ def read_dp_scale_run(run: Path, preset: str, budget: str, seed: int) -> DPScale
         noise_to_signal=_mean([u["dp_noise_norm"] / u["dp_clipped_sum_norm"] for u in updates
                                if u["dp_clipped_sum_norm"] > 0]),
         clipped_share=_mean([u["dp_clipped_share"] for u in updates]),
-        update_norm=statistics.median([u["dp_update_norm_median"] for u in updates])
-        if updates else None,
         curve=tuple((row["round"], row["val_anls"]) for row in rows if "val_anls" in row),
     )
 

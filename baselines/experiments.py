@@ -139,17 +139,22 @@ CLGECL_TRACK2 = tuple(
 #: Delta_t, which is the kit's v_t = 0.9 v_{t-1} + Delta_t at server lr 0.1.
 FEDADAM = ("--server-lr", "1e-3", "--tau", "1e-5")
 FEDAVGM = ("--server-lr", "0.1", "--server-momentum", "0.9")
-#: Issue 16: FSP on and off at equal fine-tuning rounds (the ``fedavg`` preset's 10).
+#: FedAvgM while pre-training, FedAvg while fine-tuning (the pilot's protocol).
+FSP_FEDAVGM = ("--fsp-strategy", "fedavgm", "--fsp-server-lr", "0.1", "--server-momentum", "0.9")
+#: Issue 16: FSP on and off at equal fine-tuning rounds (the ``fedavg`` preset's 10), then the
+#: runs the findings rest on (FedAvg with and without FSP, FSP with FedAvgM) at training seed 1.
 FSP = (
     Experiment("fedavg", "fedavg"),
     Experiment("fedadam", "fedavg", ("--strategy", "fedadam", *FEDADAM)),
     Experiment("fedavgm", "fedavg", ("--strategy", "fedavgm", *FEDAVGM)),
     Experiment("fsp-fedavg", "fsp-fedavg"),
     Experiment("fsp-fedadam", "fsp-fedadam"),
-    Experiment("fsp-fedavgm", "fsp-fedavg", ("--fsp-strategy", "fedavgm", "--fsp-server-lr", "0.1",
-                                             "--server-momentum", "0.9")),
+    Experiment("fsp-fedavgm", "fsp-fedavg", FSP_FEDAVGM),
     *(Experiment(f"fsp-{objective}", "fsp-fedavg", ("--fsp-objectives", objective))
       for objective in ("tm", "lm", "tlm")),
+    *(Experiment(f"{name}-seed1", preset, (*options, "--seed", "1"))
+      for name, preset, options in (("fedavg", "fedavg", ()), ("fsp-fedavg", "fsp-fedavg", ()),
+                                    ("fsp-fedavgm", "fsp-fedavg", FSP_FEDAVGM))),
 )
 
 
@@ -164,16 +169,26 @@ DP_SCALE_SEEDS = (0, 1)
 _NO_PRIVACY_OPTIONS = ("--noise-multiplier", "1e-9", "--clipping-norm", "1000")
 
 
-def _dp_scale_run(preset: str, budget: str, options: tuple[str, ...], seed: int) -> Experiment:
+@dataclass(frozen=True)
+class DPScaleExperiment(Experiment):
+    """A run of :data:`DP_SCALE` with the table's labels: its budget (``eps1``, ``noprivacy``,
+    ``""`` for a non-DP run) and training seed."""
+
+    budget: str = ""
+    seed: int = 0
+
+
+def _dp_scale_run(preset: str, budget: str, options: tuple[str, ...],
+                  seed: int) -> DPScaleExperiment:
     quiet = ("--val-limit", "0") if seed else ()
-    return Experiment(f"{preset}-{budget}-seed{seed}", preset,
-                      (*options, "--seed", str(seed), *quiet))
+    return DPScaleExperiment(f"{preset}-{budget}-seed{seed}", preset,
+                             (*options, "--seed", str(seed), *quiet), budget, seed)
 
 
 DP_SCALE = (
     *(_dp_scale_run(preset, f"eps{epsilon}", ("--epsilon", str(epsilon)), seed)
       for seed in DP_SCALE_SEEDS for epsilon in (8, 1, 4) for preset in DP_SCALE_PRESETS),
-    Experiment("fedavg-seed0", "fedavg", ("--rounds", "5", "--val-limit", "0")),
+    DPScaleExperiment("fedavg-seed0", "fedavg", ("--rounds", "5", "--val-limit", "0")),
     *(_dp_scale_run(preset, NO_PRIVACY, _NO_PRIVACY_OPTIONS, 0) for preset in DP_SCALE_PRESETS),
 )
 
@@ -208,17 +223,27 @@ def run_experiment(experiment: Experiment, data: Path, out: Path, base: str,
                           *resume)
         if trained.returncode != 0:
             raise RuntimeError(f"{experiment.name}: training failed:\n{trained.stderr[-2000:]}")
-    scores = run / "val.json"
-    if not scores.is_file():
-        scored = _pflkit("evaluate", str(run / "checkpoint"), "--data", str(data),
-                         "--split", "val", "--json")
-        if scored.returncode != 0:
-            raise RuntimeError(f"{experiment.name}: scoring failed:\n{scored.stderr[-2000:]}")
-        staging = scores.with_suffix(".json.tmp")
-        staging.write_text(scored.stdout, encoding="utf-8")
-        staging.replace(scores)
+    score_on_val(str(run / "checkpoint"), data, run / "val.json")
     print(f"done: {experiment.name}", flush=True)
     return run
+
+
+def score_on_val(checkpoint: str, data: Path, target: Path) -> float:
+    """The checkpoint's ANLS on the whole val split, kept in ``target`` (``pflkit evaluate
+    --json``'s output, written through a staging file; an existing ``target`` is read).
+
+    Raises:
+        RuntimeError: when scoring fails (with the command's last output).
+    """
+    if not target.is_file():
+        scored = _pflkit("evaluate", checkpoint, "--data", str(data), "--split", "val", "--json")
+        if scored.returncode != 0:
+            raise RuntimeError(f"{checkpoint}: scoring failed:\n{scored.stderr[-2000:]}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = target.with_suffix(".json.tmp")
+        staging.write_text(scored.stdout, encoding="utf-8")
+        staging.replace(target)
+    return float(json.loads(target.read_text(encoding="utf-8"))["anls"])
 
 
 def full_val_report(run: Path) -> RunReport:
@@ -461,25 +486,16 @@ def dp_scale_experiments(args: argparse.Namespace, parser: argparse.ArgumentPars
     """Issue 17: train (or keep) the selected :data:`DP_SCALE` runs, verify every declaration,
     score the base, then tabulate and plot every finished run."""
     run_selected(DP_SCALE, args, parser)
-    base = args.out / "base"
-    if not (base / "val.json").is_file():
-        base.mkdir(parents=True, exist_ok=True)
-        scored = _pflkit("evaluate", args.base, "--data", str(args.data), "--split", "val",
-                         "--json")
-        if scored.returncode != 0:
-            raise RuntimeError(f"base: scoring failed:\n{scored.stderr[-2000:]}")
-        (base / "val.json").write_text(scored.stdout, encoding="utf-8")
-    base_anls = json.loads((base / "val.json").read_text(encoding="utf-8"))["anls"]
+    base_anls = score_on_val(args.base, args.data, args.out / "base" / "val.json")
     runs: list[DPScaleRun] = []
     for experiment in DP_SCALE:
         run = args.out / experiment.name
         if not (run / "val.json").is_file():
             continue
-        name, _, seed = experiment.name.rpartition("-seed")
-        budget = name.removeprefix(experiment.preset).lstrip("-")
-        if budget.startswith("eps"):
+        if experiment.budget.startswith("eps"):
             verify_privacy(run)
-        runs.append(read_dp_scale_run(run, experiment.preset, budget, int(seed)))
+        runs.append(read_dp_scale_run(run, experiment.preset, experiment.budget,
+                                      experiment.seed))
     runs.sort(key=lambda r: (r.preset != "fedavg", r.preset, r.budget or "z", r.seed))
     table = dp_scale_table(runs, base_anls, DP_SCALE_SEEDS)
     (args.out / "dp_scale.md").write_text(table, encoding="utf-8")

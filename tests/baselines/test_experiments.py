@@ -64,6 +64,8 @@ def test_round_by_round_checkpoints_are_those_of_one_run(tiny_data: Path, tiny_b
     assert bytes_through(whole, 1) == scores[0].total_bytes
     assert first_at_threshold(scores, 1.01) is None
     assert first_at_threshold(scores, 0.0) == scores[0]
+
+
 def test_only_selects_track_3_runs_by_short_name() -> None:
     from baselines.experiments import TRACK3, selected
 
@@ -73,3 +75,35 @@ def test_only_selects_track_3_runs_by_short_name() -> None:
     assert selected(TRACK3, None) == TRACK3
     with pytest.raises(ValueError, match="no such experiment"):
         selected(TRACK3, "pfedcr,fedavg")
+
+
+def test_the_base_is_scored_once_into_its_file(tiny_data: Path, tiny_base: Path,
+                                               tmp_path: Path) -> None:
+    from baselines.experiments import score_on_val
+
+    target = tmp_path / "base" / "val.json"
+    anls = score_on_val(str(tiny_base), tiny_data, target)
+    scores = json.loads(target.read_text())
+    assert scores["anls"] == anls and scores["n"] == len(load_split(tiny_data, "val"))
+    assert [path.name for path in target.parent.iterdir()] == ["val.json"]  # no staging left
+    target.write_text(json.dumps({**scores, "anls": 0.125}))
+    assert score_on_val(str(tiny_base), tiny_data, target) == 0.125  # read, not re-scored
+    with pytest.raises(RuntimeError, match="scoring failed"):
+        score_on_val(str(tmp_path / "missing"), tiny_data, tmp_path / "missing.json")
+    assert not (tmp_path / "missing.json").exists()
+
+
+def test_every_dp_scale_run_is_labelled_with_its_own_options() -> None:
+    from baselines.experiments import DP_SCALE, DP_SCALE_SEEDS
+
+    for experiment in DP_SCALE:
+        options = experiment.options
+        seed = int(options[options.index("--seed") + 1]) if "--seed" in options else 0
+        assert experiment.seed == seed and experiment.name.endswith(f"-seed{seed}")
+        if experiment.budget.startswith("eps"):
+            assert options[options.index("--epsilon") + 1] == experiment.budget[3:]
+        else:
+            assert "--epsilon" not in options
+    labels = {(e.preset, e.budget, e.seed) for e in DP_SCALE}
+    assert len(labels) == len(DP_SCALE)
+    assert {e.seed for e in DP_SCALE if e.budget == "eps1"} == set(DP_SCALE_SEEDS)
