@@ -37,6 +37,10 @@ _DATA = click.option(
     type=click.Path(path_type=Path),
     help="benchmark directory with the hidden test split (env PFLKIT_EVALUATOR_DATA_DIR)",
 )
+#: the largest privacy.json the audit command reads (a declaration is a few hundred bytes)
+PRIVACY_FILE_LIMIT = 64 * 1024
+#: the canary attacks (``evaluator.canary_audit.ATTACKS``, named here to keep --help light)
+ATTACK_NAMES = ("secret", "question")
 _QUEUE = click.option(
     "--queue",
     "queue_url",
@@ -246,3 +250,97 @@ def submit(
                 )
     if wait and result["status"] != "finished":
         sys.exit(1)
+
+
+def _claim(run_dir: Path) -> tuple[float | None, float | None]:
+    """(epsilon, delta) of the run's ``privacy.json``, or (None, None) without one."""
+    from evaluator.validation.errors import InvalidSubmission
+    from evaluator.validation.privacy import load_declaration
+
+    path = run_dir / "privacy.json"
+    if not path.is_file():
+        return None, None
+    try:
+        declaration = load_declaration(path, max_bytes=PRIVACY_FILE_LIMIT)
+    except InvalidSubmission as exc:
+        raise click.ClickException(f"{path}: {exc}") from None
+    return declaration.epsilon, declaration.delta
+
+
+@click.command()
+@click.argument(
+    "run_dirs", nargs=-1, required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+)  # fmt: skip
+@click.option(
+    "--data", "data_dir", required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="benchmark directory generated with --canaries (its evaluator/ part holds the coins)",
+)  # fmt: skip
+@click.option("--base", default="base", show_default=True,
+              help="the checkpoint every run started from (the scores are relative to it)")
+@click.option("--attack", type=click.Choice(ATTACK_NAMES), default="question",
+              show_default=True, help="the probes whose gains score a canary")
+@click.option("--threads", type=int, default=None, help="torch threads (default: torch's)")
+@click.option("--json", "as_json", is_flag=True, help="one JSON object per run")
+def audit(run_dirs: tuple[Path, ...], data_dir: Path, base: str, attack: str,
+          threads: int | None, as_json: bool) -> None:
+    """Organisers: the worker's one-run privacy audit of trained runs, offline.
+
+    Each RUN_DIR holds checkpoint/ and, for a private run, privacy.json, whose epsilon is the
+    claim tested and whose delta the audit uses (1e-5 without one). The base model's pass over
+    the probes is made once for all runs.
+    """
+    import time
+
+    import torch
+
+    from benchmark.model import load_model
+    from evaluator.canary_audit import CanaryAudit, contradicted
+
+    if threads:
+        torch.set_num_threads(threads)
+    auditor = CanaryAudit(data_dir, Path(base) if base != "base" else _base_dir(), attack=attack)
+    if not auditor.available:
+        raise click.ClickException(
+            f"{data_dir} has no canaries (evaluator/canaries.json and imdb_canaries.npy): "
+            "generate the benchmark with `pflkit data generate --canaries M`"
+        )
+    started = time.perf_counter()
+    auditor.prepare()
+    base_seconds = time.perf_counter() - started
+    if not as_json:
+        click.echo(f"base model's pass over the probes: {base_seconds:.1f} s")
+    for run_dir in run_dirs:
+        epsilon, delta = _claim(run_dir)
+        try:
+            model = load_model(run_dir / "checkpoint")
+        except (FileNotFoundError, ValueError) as exc:
+            raise click.ClickException(f"{run_dir}: no checkpoint to audit ({exc})") from None
+        columns = auditor.audit(model, delta)
+        report = columns["audit_report"]
+        row = {
+            "run": str(run_dir), "claimed_epsilon": epsilon, "delta": report["delta"],
+            "audit_epsilon": columns["audit_epsilon"], "auc": columns["audit_auc"],
+            "tpr": columns["audit_tpr"], "fpr": columns["audit_fpr"],
+            "correct": report["correct"], "guesses": report["guesses"],
+            "auc_by_attack": report["auc_by_attack"],
+            "contradicted": contradicted(epsilon, columns["audit_epsilon"]),
+            "audit_seconds": columns["audit_seconds"], "base_seconds": base_seconds,
+        }  # fmt: skip
+        if as_json:
+            click.echo(json.dumps(row))
+            continue
+        claim = "no claim" if epsilon is None else f"claim epsilon {epsilon:g}"
+        verdict = " CONTRADICTED BY AUDIT" if row["contradicted"] else ""
+        click.echo(
+            f"{run_dir}: lower bound {row['audit_epsilon']:.3f} ({claim}, delta {row['delta']:g})"
+            f"{verdict}; AUC {row['auc']:.3f}, TPR {row['tpr']:.3f} at FPR {row['fpr']:.3f}, "
+            f"{row['correct']} of {row['guesses']} guesses right; {row['audit_seconds']:.1f} s"
+        )
+
+
+def _base_dir() -> Path:
+    from benchmark.model.loading import resolve_checkpoint
+
+    return resolve_checkpoint("base")

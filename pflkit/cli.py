@@ -24,6 +24,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("evaluator.cli", "worker"),
     ("evaluator.cli", "team"),
     ("evaluator.cli", "submit"),
+    ("evaluator.cli", "audit"),
     ("leaderboard.cli", "leaderboard"),
 )
 

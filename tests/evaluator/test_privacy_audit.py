@@ -170,3 +170,43 @@ def test_the_audit_is_skipped_without_canaries(tiny_benchmark: Path) -> None:
         "audit_report": {"skipped": "the benchmark has no canary providers (generate it with "
                                     "--canaries M)"}
     }  # fmt: skip
+
+
+def test_pflkit_audit_reports_what_the_worker_would(canary_benchmark: Path,
+                                                     small_reference: Path,
+                                                     tmp_path: Path) -> None:
+    """`pflkit audit` on run directories: the memorising model's bound is the auditor's own,
+    its false epsilon claim (from privacy.json, with its delta) is contradicted, the untrained
+    model gives 0 and no claim; a directory without a checkpoint is a clear error."""
+    from benchmark.model import load_model, load_processor, save_checkpoint
+    from evaluator.canary_audit import ATTACKS
+    from evaluator.cli import ATTACK_NAMES, audit
+    from tests.evaluator.factories import declaration
+
+    assert ATTACK_NAMES == ATTACKS
+    coins = json.loads((canary_benchmark / "evaluator" / "canaries.json").read_text())["canaries"]
+    included = {c["provider"] for c in coins if c["included"]}
+    model = _fine_tuned(small_reference, canary_benchmark, included, 60)
+    liar = tmp_path / "liar"
+    save_checkpoint(model, load_processor(small_reference), liar / "checkpoint")
+    (liar / "privacy.json").write_text(json.dumps(declaration(epsilon=0.25, delta=1e-6)))
+    plain = tmp_path / "plain"
+    save_checkpoint(load_model(small_reference), load_processor(small_reference),
+                    plain / "checkpoint")
+
+    result = CliRunner().invoke(audit, [str(liar), str(plain), "--data", str(canary_benchmark),
+                                        "--base", str(small_reference), "--json"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    expected = CanaryAudit(canary_benchmark, small_reference).audit(model, 1e-6)
+    assert rows[0]["audit_epsilon"] == pytest.approx(expected["audit_epsilon"])
+    assert rows[0]["audit_epsilon"] > 0.25
+    assert (rows[0]["claimed_epsilon"], rows[0]["delta"], rows[0]["contradicted"]) == (
+        0.25, 1e-6, True)
+    assert (rows[1]["audit_epsilon"], rows[1]["claimed_epsilon"], rows[1]["contradicted"]) == (
+        0.0, None, False)
+    assert rows[1]["delta"] == 1e-5 and rows[1]["base_seconds"] > 0
+
+    missing = CliRunner().invoke(audit, [str(tmp_path), "--data", str(canary_benchmark),
+                                         "--base", str(small_reference)])
+    assert missing.exit_code != 0 and "no checkpoint to audit" in missing.output

@@ -1,0 +1,154 @@
+"""The privacy audit's figures on ``mini`` with canaries: how strongly must a model train on the
+canaries before the one-run bound turns positive, do private runs stay under their claims, and
+what the audit costs beside the scoring.
+
+On a ``mini`` benchmark generated with canary providers (``pflkit data generate --canaries M
+--canary-documents D``), it trains (or keeps) every run of :data:`RUNS` with ``pflkit train``,
+writes the dishonest submission (the strongest non-private run with the epsilon-1 run's
+``privacy.json``: same benchmark, a false claim), audits all of them in one ``pflkit audit``
+(the base model's pass over the probes is made once), times ``pflkit evaluate --split test`` on
+one checkpoint for the cost comparison, and writes ``OUT/audit.md`` (also printed). Figures
+are printed and written, not asserted (the end-to-end flag is a slow test,
+``tests/evaluator/test_privacy_audit.py``).
+
+Usage: ``python -m bench.auditbench --data DIR --out DIR [--parallel 2]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+#: every client each round, three local epochs: the training that gave a bound on ``tiny``
+STRONG = ("--clients-per-round", "10", "--local-epochs", "3")
+
+
+@dataclass(frozen=True)
+class AuditRun:
+    """One trained run of the table: its directory name, preset and options."""
+
+    name: str
+    preset: str
+    options: tuple[str, ...] = ()
+
+
+RUNS = (
+    AuditRun("fedavg-strong", "fedavg", (*STRONG, "--rounds", "3")),
+    *(AuditRun(f"dp-lora-eps{e}", "dp-lora", ("--clients-per-round", "10", "--rounds", "10",
+                                               "--epsilon", str(e))) for e in (1, 4, 8)),
+)
+#: the dishonest submission: this run's model with the epsilon-1 run's declaration
+LIAR = ("fedavg-strong", "dp-lora-eps1")
+
+
+def _pflkit(*args: str) -> subprocess.CompletedProcess:
+    """A ``pflkit`` command on one torch thread (the audit and scoring timings compare)."""
+    return subprocess.run([sys.executable, "-m", "pflkit", *args], capture_output=True,
+                          text=True, check=False, env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+
+def train(run: AuditRun, data: Path, out: Path) -> Path:
+    """Train (or resume, or keep) one run.
+
+    Raises:
+        RuntimeError: when training fails (with its last output).
+    """
+    target = out / run.name
+    if not (target / "submission.json").is_file():
+        resume = ("--resume",) if (target / "config.json").is_file() else ()
+        trained = _pflkit("train", "--preset", run.preset, "--data", str(data), "--out",
+                          str(target), "--val-limit", "0", "--threads", "1", "--no-progress",
+                          *run.options, *resume)
+        if trained.returncode != 0:
+            raise RuntimeError(f"{run.name}: training failed:\n{trained.stderr[-2000:]}")
+    print(f"trained: {run.name}", flush=True)
+    return target
+
+
+def write_liar(out: Path) -> Path:
+    """``OUT/<model>-claims-<claim>``: a copy of the model's checkpoint with the claim's
+    ``privacy.json`` (replaced whole, so a rerun starts from the same files)."""
+    model, claim = (out / name for name in LIAR)
+    target = out / f"{model.name}-claims-{claim.name.removeprefix('dp-lora-')}"
+    staging = target.with_name(f".{target.name}.tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(model / "checkpoint", staging / "checkpoint")
+    shutil.copy(claim / "privacy.json", staging / "privacy.json")
+    shutil.rmtree(target, ignore_errors=True)
+    staging.replace(target)
+    return target
+
+
+def audit(runs: list[Path], data: Path) -> list[dict]:
+    """``pflkit audit --json`` on every run, one row each.
+
+    Raises:
+        RuntimeError: when the audit fails.
+    """
+    audited = _pflkit("audit", *map(str, runs), "--data", str(data), "--threads", "1", "--json")
+    if audited.returncode != 0:
+        raise RuntimeError(f"audit failed:\n{audited.stderr[-2000:]}")
+    return [json.loads(line) for line in audited.stdout.splitlines() if line.startswith("{")]
+
+
+def scoring_seconds(run: Path, data: Path) -> float:
+    """Wall seconds of ``pflkit evaluate --split test`` on the run's checkpoint (one thread)."""
+    started = time.perf_counter()
+    scored = _pflkit("evaluate", str(run / "checkpoint"), "--data", str(data), "--split", "test",
+                     "--json")
+    if scored.returncode != 0:
+        raise RuntimeError(f"scoring failed:\n{scored.stderr[-2000:]}")
+    return time.perf_counter() - started
+
+
+def table(rows: list[dict], scoring: float) -> str:
+    """Markdown: one line per audited run, then the costs."""
+    lines = ["| run | claim (delta) | `question`: bound | AUC | TPR at FPR | guesses right | "
+             "`secret` AUC | contradicted | audit |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |"]
+    for row in rows:
+        claim = "none" if row["claimed_epsilon"] is None else f"{row['claimed_epsilon']:g}"
+        lines.append(
+            f"| {Path(row['run']).name} | {claim} ({row['delta']:g}) | "
+            f"{row['audit_epsilon']:.3f} | {row['auc']:.3f} | {row['tpr']:.3f} at "
+            f"{row['fpr']:.3f} | {row['correct']} of {row['guesses']} | "
+            f"{row['auc_by_attack']['secret']:.3f} | {'yes' if row['contradicted'] else 'no'} | "
+            f"{row['audit_seconds']:.1f} s |")
+    base = rows[0]["base_seconds"] if rows else 0.0
+    lines.append(f"\nbase model's pass over the probes (once per worker): {base:.1f} s; "
+                 f"scoring one checkpoint on the test split: {scoring:.1f} s\n")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Train, audit, time and tabulate."""
+    parser = argparse.ArgumentParser(prog="python -m bench.auditbench",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, required=True,
+                        help="a benchmark generated with --canaries")
+    parser.add_argument("--out", type=Path, required=True, help="where the runs go")
+    parser.add_argument("--parallel", type=int, default=2, help="trainings at a time")
+    args = parser.parse_args(argv)
+    if not (args.data / "evaluator" / "canaries.json").is_file():
+        parser.error(f"{args.data} has no canaries: generate it with `pflkit data generate "
+                     "--canaries M`")
+    args.out.mkdir(parents=True, exist_ok=True)
+    with ThreadPoolExecutor(max_workers=args.parallel) as pool:
+        trained = list(pool.map(lambda run: train(run, args.data, args.out), RUNS))
+    runs = [*trained, write_liar(args.out)]
+    rows = audit(runs, args.data)
+    report = table(rows, scoring_seconds(trained[0], args.data))
+    (args.out / "audit.md").write_text(report, encoding="utf-8")
+    print(report)
+
+
+if __name__ == "__main__":
+    main()
