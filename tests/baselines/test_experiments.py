@@ -79,17 +79,17 @@ def test_only_selects_track_3_runs_by_short_name() -> None:
 
 def test_the_base_is_scored_once_into_its_file(tiny_data: Path, tiny_base: Path,
                                                tmp_path: Path) -> None:
-    from baselines.experiments import score_on_val
+    from baselines.experiments import score_split
 
     target = tmp_path / "base" / "val.json"
-    anls = score_on_val(str(tiny_base), tiny_data, target)
+    anls = score_split(str(tiny_base), tiny_data, target)
     scores = json.loads(target.read_text())
     assert scores["anls"] == anls and scores["n"] == len(load_split(tiny_data, "val"))
     assert [path.name for path in target.parent.iterdir()] == ["val.json"]  # no staging left
     target.write_text(json.dumps({**scores, "anls": 0.125}))
-    assert score_on_val(str(tiny_base), tiny_data, target) == 0.125  # read, not re-scored
+    assert score_split(str(tiny_base), tiny_data, target) == 0.125  # read, not re-scored
     with pytest.raises(RuntimeError, match="scoring failed"):
-        score_on_val(str(tmp_path / "missing"), tiny_data, tmp_path / "missing.json")
+        score_split(str(tmp_path / "missing"), tiny_data, tmp_path / "missing.json")
     assert not (tmp_path / "missing.json").exists()
 
 
@@ -107,3 +107,32 @@ def test_every_dp_scale_run_is_labelled_with_its_own_options() -> None:
     labels = {(e.preset, e.budget, e.seed) for e in DP_SCALE}
     assert len(labels) == len(DP_SCALE)
     assert {e.seed for e in DP_SCALE if e.budget == "eps1"} == set(DP_SCALE_SEEDS)
+
+
+def test_without_a_fedavg_run_the_threshold_is_the_benchmarks(tmp_path: Path) -> None:
+    """The optimiser table's rounds to the threshold use the stated threshold when `fedavg`
+    was not trained in the same directory, and fedavg's own when it was."""
+    from baselines.experiments import optimiser_track1
+
+    def scored_run(name: str, tests: list[float]) -> None:
+        run = tmp_path / name
+        (run / "rounds").mkdir(parents=True)
+        for round_, test in enumerate(tests, start=1):
+            (run / "rounds" / f"{round_}.json").write_text(json.dumps(
+                {"round": round_, "total_bytes": 1000 * round_, "val_anls": test,
+                 "test_anls": test}))
+        (run / "submission.json").write_text(json.dumps(
+            {"method": "full", "rounds": len(tests), "clients_per_round": 2,
+             "bytes_per_message": 250, "total_bytes": 1000 * len(tests),
+             "timing": {"wall": 10.0, "client_training": 8.0}}))
+        (run / "metrics.jsonl").write_text("")
+
+    scored_run("fedshampoo", [0.35, 0.41, 0.42])
+    table, _ = optimiser_track1(tmp_path, 0.40)
+    assert table.startswith("threshold: 0.4 (the benchmark's")
+    assert "| fedshampoo | 0.3500, 0.4100, 0.4200 | 0.4200 | 0.4200 | 250 | 3.00 kB | 2 | 2.00 kB |" in table
+
+    scored_run("fedavg", [0.30, 0.44])  # 95% of 0.44 = 0.418: fedshampoo reaches it at round 3
+    table, _ = optimiser_track1(tmp_path, 0.40)
+    assert table.startswith("threshold: 0.418 (95% of fedavg's")
+    assert "| fedshampoo | 0.3500, 0.4100, 0.4200 | 0.4200 | 0.4200 | 250 | 3.00 kB | 3 | 3.00 kB |" in table
