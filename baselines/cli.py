@@ -15,13 +15,20 @@ if TYPE_CHECKING:
 RESUMABLE_CHANGES = frozenset({"rounds", "val_limit", "eval_batch_size"})
 
 
+#: the value of a comma-separated option that names nothing (``--fully-trained none``)
+NO_NAMES = "none"
+
+
 def _csv(value: str | None) -> tuple[str, ...] | None:
-    """Split a comma-separated option."""
+    """Split a comma-separated option (``none``: the empty list, which the component may
+    refuse, as LoRA does for targets)."""
     if value is None:
         return None
+    if value.strip().lower() == NO_NAMES:
+        return ()
     items = tuple(part.strip() for part in value.split(",") if part.strip())
     if not items:
-        raise click.BadParameter("give at least one comma-separated name")
+        raise click.BadParameter(f"give at least one comma-separated name, or {NO_NAMES}")
     return items
 
 
@@ -60,7 +67,8 @@ def _registry_options() -> list[click.Parameter]:
                                        help=spec.help))
         else:
             kind = click.Choice(spec.choices) if spec.choices else kinds[spec.kind]
-            params.append(click.Option([spec.flag, key], type=kind, help=spec.help))
+            text = f"{spec.help} ({NO_NAMES}: no name)" if spec.kind == "csv" else spec.help
+            params.append(click.Option([spec.flag, key], type=kind, help=text))
     return params
 
 

@@ -140,14 +140,14 @@ CLGECL_TRACK2 = tuple(
 #: ``fedavg``'s 306,649,600 bytes (10 rounds x 2 clients x 2 directions x 7,666,240): LoRA
 #: adapters alone (no fully trained module) on every linear layer, NF4 on the wire, several local
 #: epochs per visit. Rank 1 sends 16,896 values a message, rank 2 33,792.
-_ADAPTERS_ONLY_NF4 = ("--lora-targets", "q,k,v,o,wi,wo", "--fully-trained", "", "--wire", "nf4")
+_ADAPTERS_ONLY = ("--lora-targets", "q,k,v,o,wi,wo", "--fully-trained", "none")
 RECIPES = (
-    Experiment("recipe-r1-nf4-7x2-e4", "lora", (*_ADAPTERS_ONLY_NF4, "--lora-rank", "1",
-                                                "--rounds", "7", "--clients-per-round", "2",
-                                                "--local-epochs", "4")),
-    Experiment("recipe-r2-nf4-4x2-e4", "lora", (*_ADAPTERS_ONLY_NF4, "--lora-rank", "2",
-                                                "--rounds", "4", "--clients-per-round", "2",
-                                                "--local-epochs", "4")),
+    Experiment("recipe-r1-nf4-7x2-e4", "lora-nf4", (*_ADAPTERS_ONLY, "--lora-rank", "1",
+                                                    "--rounds", "7", "--clients-per-round", "2",
+                                                    "--local-epochs", "4")),
+    Experiment("recipe-r2-nf4-4x2-e4", "lora-nf4", (*_ADAPTERS_ONLY, "--lora-rank", "2",
+                                                    "--rounds", "4", "--clients-per-round", "2",
+                                                    "--local-epochs", "4")),
 )
 
 

@@ -171,3 +171,25 @@ def test_another_optimizer_drops_the_presets_own_optimizer_options() -> None:
     assert preset_config("dp-clgecl", optimizer="sgd", epsilon=1.0).options["momentum"] == 0.9
     with pytest.raises(ValueError, match="momentum"):
         preset_config("dp-clgecl", optimizer="adamw", momentum=0.5, epsilon=1.0)
+
+
+def test_adapters_alone_with_fully_trained_none(tiny_data: Path, tiny_base: Path,
+                                                tmp_path: Path) -> None:
+    """`--fully-trained none` sends the LoRA adapters and nothing else; `none` is no target."""
+    out = tmp_path / "adapters-only"
+    result = _run(["--method", "lora-nf4", "--data", str(tiny_data), "--out", str(out),
+                   "--base", str(tiny_base), "--rounds", "1", "--local-epochs", "1",
+                   "--lora-rank", "1", "--lora-targets", "q,v", "--fully-trained", "none",
+                   "--val-limit", "0"])
+    assert result.exit_code == 0, result.output
+    messages = [json.loads(line) for line in (out / "communication_log.jsonl").open()]
+    names = {name for message in messages for name in message["parameters"]}
+    assert names and all(".lora_A." in name or ".lora_B." in name for name in names), names
+    assert {message["format"] for message in messages} == {"nf4"}
+
+    refused = CliRunner().invoke(train, ["--method", "lora", "--data", str(tiny_data), "--out",
+                                         str(tmp_path / "none"), "--lora-targets", "none"])
+    assert refused.exit_code != 0 and "at least one target module" in refused.output
+    empty = CliRunner().invoke(train, ["--method", "lora", "--data", str(tiny_data), "--out",
+                                       str(tmp_path / "empty"), "--fully-trained", ","])
+    assert empty.exit_code == 2 and "or none" in empty.output
