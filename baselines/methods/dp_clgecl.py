@@ -116,7 +116,12 @@ def dual_step(dual: Mapping[str, torch.Tensor], proposal: Mapping[str, torch.Ten
 def augmented_loss(loss: torch.Tensor, live: Mapping[str, torch.Tensor],
                    start: Mapping[str, torch.Tensor], dual: Mapping[str, torch.Tensor],
                    alpha: float) -> torch.Tensor:
-    """``loss - <lambda, w> + (alpha / 2) ||w - z||^2`` over the communicated parameters.
+    """``loss - <lambda, w - z> + (alpha / 2) ||w - z||^2`` over the communicated parameters.
+
+    The linear term is centred at the round's global model ``z``: its gradient is CLGECL's
+    ``-lambda`` either way, and centred, the value logged as the training loss is the model's
+    loss plus terms that start each round at zero (uncentred, ``<lambda, w>`` over every weight
+    dwarfed the model's loss: 17.1 against about 1.8 at round 4 of ``dp-clgecl`` on ``mini``).
 
     Args:
         loss: the batch's loss.
@@ -131,7 +136,7 @@ def augmented_loss(loss: torch.Tensor, live: Mapping[str, torch.Tensor],
     total = loss
     for name, weight in live.items():
         if name in dual:
-            total = total - (dual[name] * weight.float()).sum()
+            total = total - (dual[name] * (weight.float() - start[name])).sum()
         if alpha > 0:
             total = total + 0.5 * alpha * (weight.float() - start[name]).pow(2).sum()
     return total

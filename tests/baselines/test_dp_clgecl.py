@@ -73,7 +73,12 @@ def test_the_dual_step_and_the_augmented_loss_by_hand() -> None:
     w = torch.tensor([3.0, 1.0])
     loss = augmented_loss(torch.tensor(2.0), {"w": w}, {"w": torch.tensor([1.0, 1.0])},
                           {"w": torch.tensor([0.5, -0.5])}, 0.5)
-    assert float(loss) == pytest.approx(2.0 - (1.5 - 0.5) + 0.25 * 4.0)
+    assert float(loss) == pytest.approx(2.0 - (0.5 * 2.0 - 0.5 * 0.0) + 0.25 * 4.0)
+    live = w.clone().requires_grad_(True)
+    (grad,) = torch.autograd.grad(augmented_loss(
+        torch.tensor(2.0), {"w": live}, {"w": torch.tensor([1.0, 1.0])},
+        {"w": torch.tensor([0.5, -0.5])}, 0.5), live)
+    assert torch.equal(grad, torch.tensor([-0.5 + 0.5 * 2.0, 0.5 + 0.0]))  # -lambda + alpha(w - z)
 
 
 CONFIG = TrainConfig(method="dp-clgecl", optimizer="sgd", rounds=3, clients_per_round=3,
