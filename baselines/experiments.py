@@ -412,12 +412,14 @@ def optimiser_experiments(args: argparse.Namespace) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     stated = json.loads((args.data / "benchmark.json").read_text(encoding="utf-8"))
 
+    seed = ("--seed", str(args.seed)) if args.seed else ()
+
     def one(experiment: Experiment) -> None:
         if experiment in OPTIMISER_TRACK1:
             train_round_by_round(args.out / experiment.name, experiment.preset, OPTIMISER_ROUNDS,
-                                 args.data, args.base, experiment.options)
+                                 args.data, args.base, (*experiment.options, *seed))
             return
-        run = run_experiment(experiment, args.data, args.out, args.base, args.val_limit)
+        run = run_experiment(experiment, args.data, args.out, args.base, args.val_limit, seed)
         if experiment in RECIPES:
             score_split(str(run / "checkpoint"), args.data, run / "test.json", split="test")
 
@@ -568,6 +570,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                         "issue 17's competition DP presets on the dp scale; not in all")
     parser.add_argument("--base", default="base", help="pre-trained checkpoint (default: base)")
     parser.add_argument("--parallel", type=int, default=2, help="runs at a time")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="--track optimiser: the training seed of every run (use another "
+                             "--out per seed; the other tracks name their seeds per run)")
     parser.add_argument("--val-limit", type=int, default=100,
                         help="questions validated after each round")
     parser.add_argument("--only", help="track 3, fsp and dp-scale: train only these "
