@@ -149,6 +149,10 @@ RECIPES = (
     Experiment("recipe-r2-nf4-4x2-e4", "lora-nf4", (*_ADAPTERS_ONLY, "--lora-rank", "2",
                                                     "--rounds", "4", "--clients-per-round", "2",
                                                     "--local-epochs", "4")),
+    #: every client's data in one round (190,080 bytes): coverage instead of rounds
+    Experiment("recipe-r1-nf4-1x10-e4", "lora-nf4", (*_ADAPTERS_ONLY, "--lora-rank", "1",
+                                                     "--rounds", "1", "--clients-per-round", "10",
+                                                     "--local-epochs", "4")),
 )
 
 
