@@ -49,3 +49,26 @@ def test_the_frozen_embedding_is_not_trained_nor_sent_on_the_shipped_base() -> N
             ("visual_embedding.image_model.", *TOKEN_EMBEDDING))), name
     names = select_communicated(model).names
     assert not any(n.startswith(TOKEN_EMBEDDING) for n in names)
+
+
+def test_the_cheapest_all_layer_adapters_at_both_shapes() -> None:
+    """The 1,000x search's bound (README): rank-1 LoRA on every linear layer, nothing fully
+    trained, NF4 on the wire, against a `fedavg` message, on the tiny base and on VT5-base."""
+    from baselines.methods.lora import LoRA
+    from benchmark.model import load_model
+    from benchmark.wire_formats import nf4_data_bytes
+
+    adapters = LoRA(rank=1, targets=("q", "k", "v", "o", "wi", "wo"), fully_trained=())
+    big = _communicated(adapters, base_vt5_config())
+    # per encoder layer: 4 x (768 + 768) attention + 2 x (768 + 3072) feed-forward = 13,824;
+    # a decoder layer adds cross-attention's 6,144; 12 layers a side
+    assert sum(big.values()) == 12 * 13_824 + 12 * (13_824 + 6_144) == 405_504
+    big_nf4 = sum(nf4_data_bytes(n) for n in big.values())
+    assert big_nf4 == 228_096
+    full_message = 4 * sum(_communicated(FullFineTuning(), base_vt5_config()).values())
+    assert full_message == 902_636_544 and round(full_message / big_nf4) == 3_957
+
+    tiny = adapters.prepare(load_model("base"), seed=0)
+    small = {n: p.numel() for n, p in tiny.named_parameters() if p.requires_grad}
+    assert sum(small.values()) == 16_896
+    assert sum(nf4_data_bytes(n) for n in small.values()) == 9_504  # the logged message size
