@@ -127,12 +127,12 @@ def test_without_a_fedavg_run_the_threshold_is_the_benchmarks(tmp_path: Path) ->
              "timing": {"wall": 10.0, "client_training": 8.0}}))
         (run / "metrics.jsonl").write_text("")
 
-    scored_run("fedshampoo", [0.35, 0.41, 0.42])
+    scored_run("fedshampoo-lr2e-2", [0.35, 0.41, 0.42])
     table, _ = optimiser_track1(tmp_path, 0.40)
     assert table.startswith("threshold: 0.4 (the benchmark's")
-    assert "| fedshampoo | 0.3500, 0.4100, 0.4200 | 0.4200 | 0.4200 | 250 | 3.00 kB | 2 | 2.00 kB |" in table
+    assert "| fedshampoo-lr2e-2 | 0.3500, 0.4100, 0.4200 | 0.4200 | 0.4200 | 250 | 3.00 kB | 2 | 2.00 kB |" in table
 
     scored_run("fedavg", [0.30, 0.44])  # 95% of 0.44 = 0.418: fedshampoo reaches it at round 3
     table, _ = optimiser_track1(tmp_path, 0.40)
     assert table.startswith("threshold: 0.418 (95% of fedavg's")
-    assert "| fedshampoo | 0.3500, 0.4100, 0.4200 | 0.4200 | 0.4200 | 250 | 3.00 kB | 3 | 3.00 kB |" in table
+    assert "| fedshampoo-lr2e-2 | 0.3500, 0.4100, 0.4200 | 0.4200 | 0.4200 | 250 | 3.00 kB | 3 | 3.00 kB |" in table
