@@ -3,7 +3,8 @@ canaries before the one-run bound turns positive, do private runs stay under the
 what the audit costs beside the scoring.
 
 On a ``mini`` benchmark generated with canary providers (``pflkit data generate --canaries M
---canary-documents D``), it trains (or keeps) every run of :data:`RUNS` with ``pflkit train``,
+--canary-documents D``), it trains (or keeps) every run of :data:`RUNS` with ``pflkit train`` (and scores it on val,
+``baselines.experiments.run_experiment``),
 writes the dishonest submission (the strongest non-private run with the epsilon-1 run's
 ``privacy.json``: same benchmark, a false claim), audits all of them in one ``pflkit audit``
 (the base model's pass over the probes is made once), times ``pflkit evaluate --split test`` on
@@ -24,26 +25,18 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
+
+from baselines.experiments import Experiment, run_experiment
 
 #: every client each round, three local epochs: the training that gave a bound on ``tiny``
 STRONG = ("--clients-per-round", "10", "--local-epochs", "3")
 
 
-@dataclass(frozen=True)
-class AuditRun:
-    """One trained run of the table: its directory name, preset and options."""
-
-    name: str
-    preset: str
-    options: tuple[str, ...] = ()
-
-
 RUNS = (
-    AuditRun("fedavg-strong", "fedavg", (*STRONG, "--rounds", "3")),
-    *(AuditRun(f"dp-lora-eps{e}", "dp-lora", ("--clients-per-round", "10", "--rounds", "10",
-                                               "--epsilon", str(e))) for e in (1, 4, 8)),
+    Experiment("fedavg-strong", "fedavg", (*STRONG, "--rounds", "3")),
+    *(Experiment(f"dp-lora-eps{e}", "dp-lora", ("--clients-per-round", "10", "--rounds", "10",
+                                                 "--epsilon", str(e))) for e in (1, 4, 8)),
 )
 #: the dishonest submission: this run's model with the epsilon-1 run's declaration
 LIAR = ("fedavg-strong", "dp-lora-eps1")
@@ -53,24 +46,6 @@ def _pflkit(*args: str) -> subprocess.CompletedProcess:
     """A ``pflkit`` command on one torch thread (the audit and scoring timings compare)."""
     return subprocess.run([sys.executable, "-m", "pflkit", *args], capture_output=True,
                           text=True, check=False, env={**os.environ, "OMP_NUM_THREADS": "1"})
-
-
-def train(run: AuditRun, data: Path, out: Path) -> Path:
-    """Train (or resume, or keep) one run.
-
-    Raises:
-        RuntimeError: when training fails (with its last output).
-    """
-    target = out / run.name
-    if not (target / "submission.json").is_file():
-        resume = ("--resume",) if (target / "config.json").is_file() else ()
-        trained = _pflkit("train", "--preset", run.preset, "--data", str(data), "--out",
-                          str(target), "--val-limit", "0", "--threads", "1", "--no-progress",
-                          *run.options, *resume)
-        if trained.returncode != 0:
-            raise RuntimeError(f"{run.name}: training failed:\n{trained.stderr[-2000:]}")
-    print(f"trained: {run.name}", flush=True)
-    return target
 
 
 def write_liar(out: Path) -> Path:
@@ -142,7 +117,8 @@ def main(argv: list[str] | None = None) -> None:
                      "--canaries M`")
     args.out.mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(max_workers=args.parallel) as pool:
-        trained = list(pool.map(lambda run: train(run, args.data, args.out), RUNS))
+        trained = list(pool.map(lambda run: run_experiment(run, args.data, args.out, "base", 0),
+                                RUNS))
     runs = [*trained, write_liar(args.out)]
     rows = audit(runs, args.data)
     report = table(rows, scoring_seconds(trained[0], args.data))

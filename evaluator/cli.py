@@ -296,11 +296,16 @@ def audit(run_dirs: tuple[Path, ...], data_dir: Path, base: str, attack: str,
     import torch
 
     from benchmark.model import load_model
+    from benchmark.model.loading import resolve_checkpoint
     from evaluator.canary_audit import CanaryAudit, contradicted
 
     if threads:
         torch.set_num_threads(threads)
-    auditor = CanaryAudit(data_dir, Path(base) if base != "base" else _base_dir(), attack=attack)
+    try:
+        reference = resolve_checkpoint(base)
+    except FileNotFoundError as exc:
+        raise click.ClickException(str(exc)) from None
+    auditor = CanaryAudit(data_dir, reference, attack=attack)
     if not auditor.available:
         raise click.ClickException(
             f"{data_dir} has no canaries (evaluator/canaries.json and imdb_canaries.npy): "
@@ -338,9 +343,3 @@ def audit(run_dirs: tuple[Path, ...], data_dir: Path, base: str, attack: str,
             f"{verdict}; AUC {row['auc']:.3f}, TPR {row['tpr']:.3f} at FPR {row['fpr']:.3f}, "
             f"{row['correct']} of {row['guesses']} guesses right; {row['audit_seconds']:.1f} s"
         )
-
-
-def _base_dir() -> Path:
-    from benchmark.model.loading import resolve_checkpoint
-
-    return resolve_checkpoint("base")
