@@ -416,6 +416,7 @@ def optimiser_experiments(args: argparse.Namespace) -> None:
     recipes = [e for e in RECIPES if wanted is None or e.name in wanted]
     args.out.mkdir(parents=True, exist_ok=True)
     stated = json.loads((args.data / "benchmark.json").read_text(encoding="utf-8"))
+    threshold = stated.get(THRESHOLD_KEY)
 
     seed = ("--seed", str(args.seed)) if args.seed else ()
 
@@ -430,12 +431,12 @@ def optimiser_experiments(args: argparse.Namespace) -> None:
 
     with ThreadPoolExecutor(max_workers=args.parallel) as pool:
         list(pool.map(one, (*track1, *recipes, *track2)))
-    recipe_table = recipes_table(args.out, stated.get(THRESHOLD_KEY))
+    recipe_table = recipes_table(args.out, threshold)
     (args.out / "optimiser_recipes.md").write_text(recipe_table, encoding="utf-8")
     print(recipe_table)
-    table, scores = optimiser_track1(args.out, stated.get(THRESHOLD_KEY))
+    table, scores = optimiser_track1(args.out, threshold)
     (args.out / "optimiser_track1.md").write_text(table, encoding="utf-8")
-    plot_round_scores(scores, args.out / "optimiser_track1.png", stated.get(THRESHOLD_KEY))
+    plot_round_scores(scores, args.out / "optimiser_track1.png", threshold)
     print(table)
     methods = ("dp-fedavg", *CLGECL_ROWS)
     for experiment in track2:
