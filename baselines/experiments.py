@@ -50,8 +50,6 @@ import argparse
 import csv
 import dataclasses
 import json
-import subprocess
-import sys
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -74,6 +72,7 @@ from baselines.personal_report import (
     read_personal,
 )
 from baselines.personal_report import markdown_table as personal_table
+from baselines.pflkit_command import run_pflkit
 from baselines.report import RunReport, format_bytes, markdown_table, plot_anls_vs_bytes, read_run
 from baselines.round_scores import (
     RoundScore,
@@ -224,11 +223,6 @@ TRACK3 = (
 )
 
 
-def _pflkit(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pflkit", *args], capture_output=True,
-                          text=True, check=False)
-
-
 def run_experiment(experiment: Experiment, data: Path, out: Path, base: str,
                    val_limit: int, extra: Sequence[str] = ()) -> Path:
     """Train (or resume, or keep) one run and score its checkpoint on the whole val split.
@@ -239,7 +233,7 @@ def run_experiment(experiment: Experiment, data: Path, out: Path, base: str,
     run = out / experiment.name
     if not (run / "submission.json").is_file():
         resume = ("--resume",) if (run / "config.json").is_file() else ()
-        trained = _pflkit("train", "--method", experiment.preset, "--data", str(data),
+        trained = run_pflkit("train", "--method", experiment.preset, "--data", str(data),
                           "--out", str(run), "--base", base, "--val-limit", str(val_limit),
                           "--threads", "1", "--no-progress", *experiment.options, *extra,
                           *resume)
@@ -259,7 +253,7 @@ def score_split(checkpoint: str, data: Path, target: Path, split: str = "val") -
         RuntimeError: when scoring fails (with the command's last output).
     """
     if not target.is_file():
-        scored = _pflkit("evaluate", checkpoint, "--data", str(data), "--split", split, "--json")
+        scored = run_pflkit("evaluate", checkpoint, "--data", str(data), "--split", split, "--json")
         if scored.returncode != 0:
             raise RuntimeError(f"{checkpoint}: scoring failed:\n{scored.stderr[-2000:]}")
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -397,7 +391,7 @@ def verify_privacy(run: Path) -> dict:
     """
     target = run / "verify.json"
     if not target.is_file():
-        checked = _pflkit("dp", "verify", str(run / "privacy.json"), "--json")
+        checked = run_pflkit("dp", "verify", str(run / "privacy.json"), "--json")
         if checked.returncode != 0:
             raise RuntimeError(f"{run.name}: privacy.json does not verify:\n"
                                f"{checked.stdout[-2000:]}{checked.stderr[-2000:]}")
@@ -465,7 +459,7 @@ def score_personal(directory: Path, checkpoint: str, data: Path) -> Path:
         return target
     if not (directory / "personal").is_dir():
         write_personalisations(directory / "personal", {}, count_clients(data))
-    scored = _pflkit("evaluate", checkpoint, "--data", str(data), "--split", "test",
+    scored = run_pflkit("evaluate", checkpoint, "--data", str(data), "--split", "test",
                      "--personal", str(directory / "personal"), "--json")
     if scored.returncode != 0:
         raise RuntimeError(f"{directory.name}: scoring failed:\n{scored.stderr[-2000:]}")

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from baselines.pflkit_command import checkpoint_anls, run_pflkit
 
 ROUNDS_DIR = "rounds"
 
@@ -35,19 +35,6 @@ class RoundScore:
     total_bytes: int
     val_anls: float | None
     test_anls: float
-
-
-def _pflkit(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pflkit", *args], capture_output=True,
-                          text=True, check=False)
-
-
-def _score(run: Path, data: Path, split: str, checkpoint: Path | None = None) -> float:
-    checkpoint = run / "checkpoint" if checkpoint is None else checkpoint
-    scored = _pflkit("evaluate", str(checkpoint), "--data", str(data), "--split", split, "--json")
-    if scored.returncode != 0:
-        raise RuntimeError(f"{run.name}: scoring on {split} failed:\n{scored.stderr[-2000:]}")
-    return float(json.loads(scored.stdout.strip().splitlines()[-1])["anls"])
 
 
 def _write_json(path: Path, value: object) -> None:
@@ -68,16 +55,16 @@ def train_round_by_round(run: Path, preset: str, rounds: int, data: Path, base: 
         if target.is_file():
             continue
         resume = ("--resume",) if (run / "config.json").is_file() else ()
-        trained = _pflkit("train", "--method", preset, "--data", str(data), "--out", str(run),
-                          "--base", base, "--threads", "1", "--no-progress",
-                          "--val-limit", "0", *options, "--rounds", str(round_), *resume)
+        trained = run_pflkit("train", "--method", preset, "--data", str(data), "--out", str(run),
+                            "--base", base, "--threads", "1", "--no-progress",
+                            "--val-limit", "0", *options, "--rounds", str(round_), *resume)
         if trained.returncode != 0:
             raise RuntimeError(f"{run.name}: round {round_} failed:\n{trained.stderr[-2000:]}")
         target.parent.mkdir(exist_ok=True)
         submission = json.loads((run / "submission.json").read_text(encoding="utf-8"))
         _write_json(target, {"round": round_, "total_bytes": submission["total_bytes"],
-                             "val_anls": _score(run, data, "val"),
-                             "test_anls": _score(run, data, "test")})
+                             "val_anls": checkpoint_anls(run / "checkpoint", data, "val"),
+                             "test_anls": checkpoint_anls(run / "checkpoint", data, "test")})
         print(f"{run.name}: round {round_} scored", flush=True)
     return read_round_scores(run)
 
@@ -138,7 +125,7 @@ def score_snapshot(run: Path, round_: int, data: Path, base: str,
             return kept
     checkpoint = snapshot_checkpoint(run, round_, base)
     score = RoundScore(round_, bytes_through(run, round_),
-                       _score(run, data, "val", checkpoint) if "val" in splits else None,
-                       _score(run, data, "test", checkpoint))
+                       checkpoint_anls(checkpoint, data, "val") if "val" in splits else None,
+                       checkpoint_anls(checkpoint, data, "test"))
     _write_json(target, score.__dict__)
     return score

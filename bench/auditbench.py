@@ -19,15 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from baselines.experiments import Experiment, run_experiment
+from baselines.pflkit_command import run_pflkit
 
 #: every client each round, three local epochs: the training that gave a bound on ``tiny``
 STRONG = ("--clients-per-round", "10", "--local-epochs", "3")
@@ -40,12 +38,6 @@ RUNS = (
 )
 #: the dishonest submission: this run's model with the epsilon-1 run's declaration
 LIAR = ("fedavg-strong", "dp-lora-eps1")
-
-
-def _pflkit(*args: str) -> subprocess.CompletedProcess:
-    """A ``pflkit`` command on one torch thread (the audit and scoring timings compare)."""
-    return subprocess.run([sys.executable, "-m", "pflkit", *args], capture_output=True,
-                          text=True, check=False, env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 
 def write_liar(out: Path) -> Path:
@@ -68,7 +60,8 @@ def audit(runs: list[Path], data: Path) -> list[dict]:
     Raises:
         RuntimeError: when the audit fails.
     """
-    audited = _pflkit("audit", *map(str, runs), "--data", str(data), "--threads", "1", "--json")
+    audited = run_pflkit("audit", *map(str, runs), "--data", str(data), "--threads", "1", "--json",
+                         threads=1)
     if audited.returncode != 0:
         raise RuntimeError(f"audit failed:\n{audited.stderr[-2000:]}")
     return [json.loads(line) for line in audited.stdout.splitlines() if line.startswith("{")]
@@ -77,8 +70,8 @@ def audit(runs: list[Path], data: Path) -> list[dict]:
 def scoring_seconds(run: Path, data: Path) -> float:
     """Wall seconds of ``pflkit evaluate --split test`` on the run's checkpoint (one thread)."""
     started = time.perf_counter()
-    scored = _pflkit("evaluate", str(run / "checkpoint"), "--data", str(data), "--split", "test",
-                     "--json")
+    scored = run_pflkit("evaluate", str(run / "checkpoint"), "--data", str(data), "--split",
+                        "test", "--json", threads=1)
     if scored.returncode != 0:
         raise RuntimeError(f"scoring failed:\n{scored.stderr[-2000:]}")
     return time.perf_counter() - started
