@@ -12,7 +12,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup constraints flower-setup demo test test-slow lint bench bench-dp bench-audit bench-api-fuzz clean
+.PHONY: setup constraints flower-setup demo test test-slow lint bench bench-dp bench-audit bench-device bench-api-fuzz clean
 
 setup: $(STAMP)
 
@@ -83,6 +83,11 @@ bench-dp: setup $(DP_BENCH_DATA)/benchmark.json
 
 $(DP_BENCH_DATA)/benchmark.json: | setup
 	$(BIN)/pflkit data generate --scale dp --seed 0 --out $(DP_BENCH_DATA) --overwrite
+
+# The prediction loop on CUDA against the CPU (fp32 and bf16), the shipped base on a `mini` val
+# split and a random model of the real VT5-base shape: needs a GPU, refuses without one.
+bench-device: setup $(BENCH_DATA)/benchmark.json
+	$(BIN)/python -m bench.devicebench --data $(BENCH_DATA) --out .bench/devicebench.json
 
 # The privacy audit on `mini` with 100 canaries of 3 invoices: non-private FedAvg on every client
 # for 3 rounds of 3 epochs, DP-LoRA at epsilon 1/4/8, a false epsilon-1 claim; the audit's cost
