@@ -12,8 +12,15 @@ CPU fp32 ones, the seconds and questions per second of the loop (tokenising and 
 included), and the peak GPU memory. fp32 should give the CPU's answers (a few may differ where
 two tokens' logits tie within float error); bf16 is autocast and is not expected to.
 
-Usage: ``python -m bench.devicebench --data DIR [--real-size-questions N] [--out FILE]``
-(``DIR``: a generated benchmark, e.g. ``pflkit data generate --scale mini --out DIR``).
+With ``--audit-data`` (a benchmark generated with ``--canaries``), it also times the privacy
+audit's pass (:meth:`evaluator.canary_audit.CanaryAudit.loglik`, every probe once) beside
+scoring the whole test split, per model and device (the real-size model on the GPU only: on the
+CPU it would take most of an hour), and gives the largest difference between the CPU's and the
+GPU's log-likelihoods for the shipped base.
+
+Usage: ``python -m bench.devicebench --data DIR [--real-size-questions N] [--audit-data DIR]
+[--out FILE]`` (``DIR``: a generated benchmark, e.g. ``pflkit data generate --scale mini --out
+DIR``).
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ from typing import Any
 
 #: (device, precision) pairs; the first is the reference the others are compared with
 SETTINGS = (("cpu", "fp32"), ("cuda", "fp32"), ("cuda", "bf16"))
+#: the audit's devices: the reference, then the GPU
+AUDIT_DEVICES = ("cpu", "cuda")
 
 
 def real_size_model(processor: Any, seed: int = 0) -> tuple[Any, Any]:
@@ -82,6 +91,42 @@ def compare(name: str, model: Any, processor: Any, dataset: Any) -> list[dict[st
     return rows
 
 
+def audit_costs(models: dict[str, tuple[Any, Any]], data: Any) -> list[dict[str, Any]]:
+    """Seconds of the audit's pass and of scoring the test split, per model and device.
+
+    Args:
+        models: name -> (model, processor); the first is also run on the CPU.
+        data: a benchmark directory with canaries.
+    """
+    import numpy as np
+
+    from benchmark.data import load_split
+    from evaluator.canary_audit import CanaryAudit
+
+    audit = CanaryAudit(data, "base")
+    audit.prepare()  # probes encoded and pages decoded once, as in a worker, before the timing
+    test = load_split(data, "test")
+    rows, cpu_loglik = [], None
+    for position, (name, (model, processor)) in enumerate(models.items()):
+        for device in AUDIT_DEVICES if position == 0 else AUDIT_DEVICES[1:]:
+            model.to(device)
+            started = time.perf_counter()
+            loglik = audit.loglik(model)
+            audit_seconds = time.perf_counter() - started
+            model.to("cpu")
+            scored, _ = score(model, processor, test, device, "fp32")
+            row = {"model": name, "device": device, "probes": len(loglik),
+                   "audit_seconds": round(audit_seconds, 2), "test_questions": len(test),
+                   "scoring_seconds": scored["seconds"]}
+            if cpu_loglik is None:
+                cpu_loglik = loglik
+            elif position == 0:
+                row["largest_loglik_difference_to_cpu"] = float(np.max(np.abs(loglik - cpu_loglik)))
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     """Score both models on every setting; print and write the rows."""
     import torch
@@ -94,6 +139,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data", type=Path, required=True, help="a generated benchmark")
     parser.add_argument("--real-size-questions", type=int, default=200,
                         help="val questions for the real-size model")
+    parser.add_argument("--audit-data", type=Path,
+                        help="a benchmark with canaries: also time the audit's pass")
     parser.add_argument("--out", type=Path, help="write the rows here (JSON)")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
@@ -103,8 +150,12 @@ def main(argv: list[str] | None = None) -> None:
     rows = compare("base (shipped tiny VT5)", load_model("base").eval(), processor, val)
     big, big_processor = real_size_model(processor)
     count = sum(p.numel() for p in big.parameters())
-    rows += compare(f"random VT5-base shape ({count / 1e6:.0f}M parameters)", big, big_processor,
+    big_name = f"random VT5-base shape ({count / 1e6:.0f}M parameters)"
+    rows += compare(big_name, big, big_processor,
                     val.select(range(min(args.real_size_questions, len(val)))))
+    if args.audit_data is not None:
+        rows += audit_costs({"base (shipped tiny VT5)": (load_model("base").eval(), processor),
+                             big_name: (big, big_processor)}, args.audit_data)
     if args.out is not None:
         args.out.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
 
