@@ -72,7 +72,7 @@ from baselines.personal_report import (
     read_personal,
 )
 from baselines.personal_report import markdown_table as personal_table
-from baselines.pflkit_command import run_pflkit
+from baselines.pflkit_command import checkpoint_scores, run_pflkit
 from baselines.report import RunReport, format_bytes, markdown_table, plot_anls_vs_bytes, read_run
 from baselines.round_scores import (
     RoundScore,
@@ -80,6 +80,7 @@ from baselines.round_scores import (
     read_round_scores,
     train_round_by_round,
 )
+from baselines.run_directory import atomic_write_json
 from benchmark.figures import new_figure, save_figure
 from benchmark.threshold import THRESHOLD_KEY, threshold_from
 
@@ -234,9 +235,9 @@ def run_experiment(experiment: Experiment, data: Path, out: Path, base: str,
     if not (run / "submission.json").is_file():
         resume = ("--resume",) if (run / "config.json").is_file() else ()
         trained = run_pflkit("train", "--method", experiment.preset, "--data", str(data),
-                          "--out", str(run), "--base", base, "--val-limit", str(val_limit),
-                          "--threads", "1", "--no-progress", *experiment.options, *extra,
-                          *resume)
+                             "--out", str(run), "--base", base, "--val-limit", str(val_limit),
+                             "--threads", "1", "--no-progress", *experiment.options, *extra,
+                             *resume)
         if trained.returncode != 0:
             raise RuntimeError(f"{experiment.name}: training failed:\n{trained.stderr[-2000:]}")
     score_split(str(run / "checkpoint"), data, run / "val.json")
@@ -253,13 +254,7 @@ def score_split(checkpoint: str, data: Path, target: Path, split: str = "val") -
         RuntimeError: when scoring fails (with the command's last output).
     """
     if not target.is_file():
-        scored = run_pflkit("evaluate", checkpoint, "--data", str(data), "--split", split, "--json")
-        if scored.returncode != 0:
-            raise RuntimeError(f"{checkpoint}: scoring failed:\n{scored.stderr[-2000:]}")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        staging = target.with_suffix(".json.tmp")
-        staging.write_text(scored.stdout, encoding="utf-8")
-        staging.replace(target)
+        atomic_write_json(target, checkpoint_scores(checkpoint, data, split))
     return float(json.loads(target.read_text(encoding="utf-8"))["anls"])
 
 
@@ -459,13 +454,8 @@ def score_personal(directory: Path, checkpoint: str, data: Path) -> Path:
         return target
     if not (directory / "personal").is_dir():
         write_personalisations(directory / "personal", {}, count_clients(data))
-    scored = run_pflkit("evaluate", checkpoint, "--data", str(data), "--split", "test",
-                     "--personal", str(directory / "personal"), "--json")
-    if scored.returncode != 0:
-        raise RuntimeError(f"{directory.name}: scoring failed:\n{scored.stderr[-2000:]}")
-    staging = target.with_suffix(".json.tmp")
-    staging.write_text(scored.stdout.strip().splitlines()[-1] + "\n", encoding="utf-8")
-    staging.replace(target)
+    atomic_write_json(target, checkpoint_scores(checkpoint, data, "test", "--personal",
+                                                str(directory / "personal")))
     return target
 
 

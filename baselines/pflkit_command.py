@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def run_pflkit(*args: str, threads: int | None = None) -> subprocess.CompletedProcess:
@@ -25,14 +26,31 @@ def run_pflkit(*args: str, threads: int | None = None) -> subprocess.CompletedPr
                           text=True, check=False, env=env)
 
 
-def checkpoint_anls(checkpoint: str | Path, data: str | Path, split: str) -> float:
-    """The checkpoint's ANLS on the whole ``split`` of ``data`` (``pflkit evaluate``).
+def checkpoint_scores(checkpoint: str | Path, data: str | Path, split: str,
+                      *options: str) -> dict[str, Any]:
+    """``pflkit evaluate --json``'s summary of the checkpoint on the whole ``split`` of ``data``.
+
+    Args:
+        checkpoint: a checkpoint directory, or ``base``.
+        data: a benchmark directory.
+        split: the split scored.
+        options: more ``pflkit evaluate`` options (``--personal DIR``).
 
     Raises:
         RuntimeError: when scoring fails (with the command's last output).
     """
     scored = run_pflkit("evaluate", str(checkpoint), "--data", str(data), "--split", split,
-                        "--json")
+                        *options, "--json")
     if scored.returncode != 0:
-        raise RuntimeError(f"{checkpoint}: scoring on {split} failed:\n{scored.stderr[-2000:]}")
-    return float(json.loads(scored.stdout.strip().splitlines()[-1])["anls"])
+        raise RuntimeError(f"{checkpoint}: scoring failed ({split} split):\n"
+                           f"{scored.stderr[-2000:]}")
+    return json.loads(scored.stdout.strip().splitlines()[-1])
+
+
+def checkpoint_anls(checkpoint: str | Path, data: str | Path, split: str) -> float:
+    """The checkpoint's ANLS on the whole ``split`` of ``data``.
+
+    Raises:
+        RuntimeError: when scoring fails (with the command's last output).
+    """
+    return float(checkpoint_scores(checkpoint, data, split)["anls"])

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from baselines.pflkit_command import checkpoint_anls, run_pflkit
+from baselines.run_directory import atomic_write_json
 
 ROUNDS_DIR = "rounds"
 
@@ -35,12 +36,6 @@ class RoundScore:
     total_bytes: int
     val_anls: float | None
     test_anls: float
-
-
-def _write_json(path: Path, value: object) -> None:
-    staging = path.with_suffix(".json.tmp")
-    staging.write_text(json.dumps(value) + "\n", encoding="utf-8")
-    staging.replace(path)
 
 
 def train_round_by_round(run: Path, preset: str, rounds: int, data: Path, base: str,
@@ -60,11 +55,10 @@ def train_round_by_round(run: Path, preset: str, rounds: int, data: Path, base: 
                             "--val-limit", "0", *options, "--rounds", str(round_), *resume)
         if trained.returncode != 0:
             raise RuntimeError(f"{run.name}: round {round_} failed:\n{trained.stderr[-2000:]}")
-        target.parent.mkdir(exist_ok=True)
         submission = json.loads((run / "submission.json").read_text(encoding="utf-8"))
-        _write_json(target, {"round": round_, "total_bytes": submission["total_bytes"],
-                             "val_anls": checkpoint_anls(run / "checkpoint", data, "val"),
-                             "test_anls": checkpoint_anls(run / "checkpoint", data, "test")})
+        atomic_write_json(target, {"round": round_, "total_bytes": submission["total_bytes"],
+                                   "val_anls": checkpoint_anls(run / "checkpoint", data, "val"),
+                                   "test_anls": checkpoint_anls(run / "checkpoint", data, "test")})
         print(f"{run.name}: round {round_} scored", flush=True)
     return read_round_scores(run)
 
@@ -127,5 +121,5 @@ def score_snapshot(run: Path, round_: int, data: Path, base: str,
     score = RoundScore(round_, bytes_through(run, round_),
                        checkpoint_anls(checkpoint, data, "val") if "val" in splits else None,
                        checkpoint_anls(checkpoint, data, "test"))
-    _write_json(target, score.__dict__)
+    atomic_write_json(target, score.__dict__)
     return score

@@ -106,8 +106,9 @@ def audit_costs(models: dict[str, tuple[Any, Any]], data: Any) -> list[dict[str,
     audit = CanaryAudit(data, "base")
     audit.prepare()  # probes encoded and pages decoded once, as in a worker, before the timing
     test = load_split(data, "test")
-    rows, cpu_loglik = [], None
+    rows = []
     for position, (name, (model, processor)) in enumerate(models.items()):
+        reference_loglik = None
         for device in AUDIT_DEVICES if position == 0 else AUDIT_DEVICES[1:]:
             model.to(device)
             started = time.perf_counter()
@@ -118,10 +119,11 @@ def audit_costs(models: dict[str, tuple[Any, Any]], data: Any) -> list[dict[str,
             row = {"model": name, "device": device, "probes": len(loglik),
                    "audit_seconds": round(audit_seconds, 2), "test_questions": len(test),
                    "scoring_seconds": scored["seconds"]}
-            if cpu_loglik is None:
-                cpu_loglik = loglik
-            elif position == 0:
-                row["largest_loglik_difference_to_cpu"] = float(np.max(np.abs(loglik - cpu_loglik)))
+            if reference_loglik is None:
+                reference_loglik = loglik
+            else:
+                row["largest_loglik_difference_to_cpu"] = float(
+                    np.max(np.abs(loglik - reference_loglik)))
             rows.append(row)
             print(json.dumps(row), flush=True)
     return rows
@@ -147,14 +149,15 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("torch sees no CUDA GPU here: this benchmark compares CPU and GPU")
     val = load_split(args.data, "val")
     processor = load_processor("base")
-    rows = compare("base (shipped tiny VT5)", load_model("base").eval(), processor, val)
+    base = load_model("base").eval()
+    rows = compare("base (shipped tiny VT5)", base, processor, val)
     big, big_processor = real_size_model(processor)
     count = sum(p.numel() for p in big.parameters())
     big_name = f"random VT5-base shape ({count / 1e6:.0f}M parameters)"
     rows += compare(big_name, big, big_processor,
                     val.select(range(min(args.real_size_questions, len(val)))))
     if args.audit_data is not None:
-        rows += audit_costs({"base (shipped tiny VT5)": (load_model("base").eval(), processor),
+        rows += audit_costs({"base (shipped tiny VT5)": (base, processor),
                              big_name: (big, big_processor)}, args.audit_data)
     if args.out is not None:
         args.out.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")

@@ -23,6 +23,6 @@ def test_checkpoint_anls_is_the_in_process_evaluation(tiny_data: Path, tiny_base
 def test_a_failed_scoring_names_the_checkpoint_split_and_cause(tiny_data: Path,
                                                                tmp_path: Path) -> None:
     missing = tmp_path / "no-checkpoint"
-    with pytest.raises(RuntimeError, match=rf"{missing}: scoring on test failed:\n.*"):
+    with pytest.raises(RuntimeError, match=rf"{missing}: scoring failed \(test split\):\n.*"):
         checkpoint_anls(missing, tiny_data, "test")
 
