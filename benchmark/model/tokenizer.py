@@ -2,6 +2,12 @@
 
 A T5 `spiece.model` is a unigram SentencePiece model with `<pad>`=0, `</s>`=1, `<unk>`=2 and no
 BOS; transformers appends `extra_ids` sentinel tokens `<extra_id_N>` after the pieces.
+
+A directory holding only `spiece.model` is read through `sentencepiece` itself
+(:func:`spiece_tokenizer`), not through transformers' converter: that one parses the model with
+the `sentencepiece_model_pb2` module of the sentencepiece wheel, generated for protobuf 7, so it
+fails under the protobuf < 7 that flwr pins (`.venv-flower`) and transformers then falls back to
+a tiktoken reader ("tiktoken is required to read a tiktoken file").
 """
 
 from __future__ import annotations
@@ -36,7 +42,110 @@ def load_tokenizer(directory: str | Path):
         )
     if (directory / "tokenizer.json").is_file():
         return T5Tokenizer.from_pretrained(str(directory), local_files_only=True)
-    return T5Tokenizer.from_pretrained(str(directory), local_files_only=True, extra_ids=0)
+    return spiece_tokenizer(directory / SPIECE_NAME)
+
+
+#: T5's special pieces and their ids in `spiece.model`.
+T5_SPECIAL_IDS = {"<pad>": 0, "</s>": 1, "<unk>": 2}
+
+
+def spiece_tokenizer(path: str | Path):
+    """A `T5Tokenizer` (without sentinels) built from a `spiece.model` read by sentencepiece.
+
+    The pieces and scores come from `sentencepiece.SentencePieceProcessor` and the normaliser's
+    precompiled character map from the model's bytes (:func:`precompiled_charsmap`), so neither
+    protobuf's version nor transformers' converter is involved; the tokenizer is the one
+    `T5Tokenizer.from_pretrained(..., extra_ids=0)` builds where that converter works.
+
+    Args:
+        path: the `spiece.model` file.
+
+    Returns:
+        A transformers `T5Tokenizer`.
+
+    Raises:
+        ValueError: the model is not a T5 unigram model (`<pad>`=0, `</s>`=1, `<unk>`=2).
+    """
+    import sentencepiece as spm
+    from transformers import AddedToken, T5Tokenizer
+
+    model = Path(path).read_bytes()
+    processor = spm.SentencePieceProcessor(model_proto=model)
+    layout = {piece: processor.piece_to_id(piece) for piece in T5_SPECIAL_IDS}
+    if layout != T5_SPECIAL_IDS:
+        raise ValueError(
+            f"{path}: not a T5 SentencePiece model (special pieces at {layout}, expected "
+            f"{T5_SPECIAL_IDS}); train it with benchmark.model.tokenizer.train_spiece_model"
+        )
+    size = processor.get_piece_size()
+    vocab = [(processor.id_to_piece(i), processor.get_score(i)) for i in range(size)]
+    control = [AddedToken(processor.id_to_piece(i), normalized=False, special=True)
+               for i in range(size) if processor.is_control(i)]  # fmt: skip
+    return T5Tokenizer(vocab=vocab, _spm_precompiled_charsmap=precompiled_charsmap(model),
+                       extra_ids=0, additional_special_tokens=control)  # fmt: skip
+
+
+def precompiled_charsmap(model: bytes) -> bytes | None:
+    """The normaliser's character map of a serialised SentencePiece `ModelProto`.
+
+    `ModelProto.normalizer_spec` is field 3 and `NormalizerSpec.precompiled_charsmap` field 2;
+    the protobuf wire format is read directly (no generated module, so any protobuf version).
+
+    Args:
+        model: the bytes of a `spiece.model` file.
+
+    Returns:
+        The map's bytes, or None when the model has none (identity normalisation).
+    """
+    spec = _length_delimited_field(model, 3)
+    charsmap = None if spec is None else _length_delimited_field(spec, 2)
+    return charsmap or None
+
+
+def _length_delimited_field(message: bytes, number: int) -> bytes | None:
+    """The last value of a bytes/message field of a serialised protobuf message.
+
+    Raises:
+        ValueError: the bytes are not a protobuf message.
+    """
+    found, position = None, 0
+    while position < len(message):
+        key, position = _varint(message, position)
+        field, wire_type = key >> 3, key & 7
+        if wire_type == 0:
+            _, position = _varint(message, position)
+        elif wire_type == 1:
+            position += 8
+        elif wire_type == 5:
+            position += 4
+        elif wire_type == 2:
+            length, position = _varint(message, position)
+            if field == number:
+                found = message[position:position + length]
+            position += length
+        else:
+            raise ValueError(f"not a SentencePiece model: wire type {wire_type} at byte {position}")
+    if position != len(message):
+        raise ValueError("not a SentencePiece model: a field runs past the end of the file")
+    return found
+
+
+def _varint(data: bytes, position: int) -> tuple[int, int]:
+    """Decode a protobuf varint at ``position``; returns ``(value, next position)``.
+
+    Raises:
+        ValueError: the data ends inside the varint.
+    """
+    value, shift = 0, 0
+    while True:
+        if position >= len(data):
+            raise ValueError("not a SentencePiece model: the file ends inside a number")
+        byte = data[position]
+        value |= (byte & 0x7F) << shift
+        position += 1
+        if not byte & 0x80:
+            return value, position
+        shift += 7
 
 
 def train_spiece_model(
