@@ -574,15 +574,16 @@ def list_submissions(
 def find_copy(
     session: Session, *, model_sha256: str, track: int, exclude_id: str
 ) -> Submission | None:
-    """The earliest live submission of a track whose checkpoint has this SHA-256.
+    """The earliest live submission of a track whose checkpoint has this tensor digest.
 
     Rejected and failed submissions, and uploads still arriving, do not count. The tracks are
     separate competitions: one checkpoint may be entered once in each.
 
     Args:
         session: open session.
-        model_sha256: hex digest of the uploaded checkpoint (with its personalisations for
-            track 3, ``ReceivedParts.fingerprint``).
+        model_sha256: hex digest of the uploaded checkpoint's tensors (with its
+            personalisations for track 3,
+            ``evaluator.validation.tensor_digest.submission_fingerprint``).
         track: a `benchmark.tracks` number.
         exclude_id: the submission being checked.
 

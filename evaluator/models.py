@@ -283,6 +283,14 @@ class SubmissionMetadata(BaseModel):
     personal: PersonalMetadata | None = None
     pretraining: PretrainingMetadata | None = None
 
+    @field_validator("track", mode="before")
+    @classmethod
+    def _integer_track(cls, value: Any) -> Any:
+        """``true`` equals 1 in Python but is no track number: only JSON integers are."""
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"track must be a JSON integer, got {value!r}")
+        return value
+
 
 # Scores participants see: 4 decimals, as the competition published them.
 PUBLIC_DECIMALS = 4

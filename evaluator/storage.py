@@ -11,7 +11,6 @@ in ``submissions/`` and its ``incoming/`` directory is removed.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -24,6 +23,8 @@ from python_multipart.multipart import MultipartParser, MultipartState, parse_op
 
 from benchmark.model.personalisation import PERSONAL_DIR, personal_file_name
 from benchmark.tracks import common_parts, tracks_needing
+from evaluator.validation.errors import InvalidSubmission
+from evaluator.validation.metadata import metadata_track, parse_metadata
 
 FILENAMES = {
     "model": "model.safetensors",
@@ -134,23 +135,12 @@ class ReceivedParts:
     Attributes:
         sizes: form field -> bytes received (``personal_{k}`` for client k's personalisation).
         sha256: form field -> hex SHA-256 of the part's content.
+        metadata: the metadata part, parsed once by the strict parser while the upload arrived.
     """
 
     sizes: dict[str, int]
     sha256: dict[str, str]
-
-    @property
-    def fingerprint(self) -> str:
-        """What the copy policy compares: the checkpoint's SHA-256, or for a track-3 upload the
-        SHA-256 of the checkpoint's and every personalisation's digests in client order (two
-        teams' ``local-only`` runs share the shipped base as global model, not their
-        personalisations)."""
-        personal = sorted((int(PERSONAL_FIELD.match(name).group(1)), digest)
-                          for name, digest in self.sha256.items() if PERSONAL_FIELD.match(name))  # fmt: skip
-        if not personal:
-            return self.sha256["model"]
-        lines = [f"model {self.sha256['model']}"] + [f"personal_{k} {d}" for k, d in personal]
-        return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -191,6 +181,8 @@ class _PartWriter:
         self._name: str | None = None
         self._handle: BinaryIO | None = None
         self._metadata_track: int | None = None
+        #: the parsed metadata part, once it has arrived.
+        self.metadata: dict[str, Any] | None = None
 
     def callbacks(self) -> dict[str, object]:
         return {
@@ -314,20 +306,27 @@ class _PartWriter:
             self._handle.close()
             self._handle = None
             if self._name == "metadata":
-                self._metadata_track = _declared_track(self.directory / FILENAMES["metadata"])
+                self._read_metadata()
+
+    def _read_metadata(self) -> None:
+        """Parse the metadata part as soon as it ends, with the strict parser the upload-time
+        checks use (:func:`evaluator.validation.metadata.parse_metadata`): a duplicate key or a
+        track that is not an integer 1..3 is refused here, before any track-dependent part.
+
+        Raises:
+            UploadError: 422 with the parser's reason.
+        """
+        raw = (self.directory / FILENAMES["metadata"]).read_bytes()
+        try:
+            self.metadata = parse_metadata(raw, max_bytes=self.limits["metadata"])
+        except InvalidSubmission as exc:
+            raise UploadError(422, str(exc)) from None
+        self._metadata_track = metadata_track(self.metadata)
 
     def close(self) -> None:
-        self._part_end()
-
-
-def _declared_track(metadata: Path) -> int | None:
-    """The ``track`` of a received metadata part (already within its size limit), or ``None``
-    when it does not name one; the part's full validation comes after the upload."""
-    try:
-        track = json.loads(metadata.read_bytes()).get("track")
-    except (ValueError, AttributeError, RecursionError):
-        return None
-    return track if isinstance(track, int) and not isinstance(track, bool) else None
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
 
 
 async def receive_multipart(
@@ -415,4 +414,5 @@ async def receive_multipart(
     return ReceivedParts(
         sizes=dict(writer.received),
         sha256={name: digest.hexdigest() for name, digest in writer.hashes.items()},
+        metadata=writer.metadata or {},
     )

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmark.communication_log import DETAILS_KEYS, HEADER
+from benchmark.wire_formats import UnknownWireFormat, data_bytes
 from evaluator.validation.errors import InvalidSubmission
 from evaluator.validation.jsonfile import JsonLimits, parse_json_object
 
@@ -127,6 +128,10 @@ def _message(raw: bytes, number: int, max_parameters: int) -> DetailedMessage:
         raise InvalidSubmission(
             PART, f"line {number}: format must be a wire-format name such as fp32 or nf4"
         )
+    try:
+        data_bytes(wire, ())  # an unknown format is refused at upload, not only by the worker
+    except UnknownWireFormat as error:
+        raise InvalidSubmission(PART, f"line {number}: {error}") from None
     names = data["parameters"]
     if not isinstance(names, list) or len(names) > max_parameters:
         raise InvalidSubmission(

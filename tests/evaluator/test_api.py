@@ -505,7 +505,9 @@ def test_malformed_multipart_body(live_server: LiveServer, teams: dict, settings
     assert_nothing_stored(settings)
 
 
-_PART = b'--XYZ\r\nContent-Disposition: form-data; name="metadata"\r\n\r\n{}\r\n'
+# A valid metadata part (it is parsed as soon as it ends), then the framing error.
+_PART = (b'--XYZ\r\nContent-Disposition: form-data; name="metadata"\r\n\r\n'
+         b'{"track": 1, "method": "fedavg"}\r\n')
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)

@@ -1,4 +1,5 @@
-"""Identical checkpoints (SHA-256) within a team and across teams, under both copy policies."""
+"""Identical checkpoints (the digest of their tensors, not of their files) within a team and across
+teams, under both copy policies."""
 
 from __future__ import annotations
 
@@ -22,6 +23,13 @@ def _row(settings, submission_id: str) -> Submission:  # type: ignore[no-untyped
         return session.scalar(select(Submission).where(Submission.id == submission_id))
 
 
+def _digest(path: Path) -> str:
+    """The copy policy's digest of a checkpoint's tensors."""
+    from evaluator.validation.tensor_digest import tensor_digest
+
+    return tensor_digest(path, max_header_bytes=1 << 20, max_tensors=1000)
+
+
 def _used(settings, token_team: str) -> int:  # type: ignore[no-untyped-def]
     from evaluator.models import Team
 
@@ -37,7 +45,7 @@ def test_same_team_resubmission_is_refused_without_using_quota(
     first = upload(live_server.url, teams["alpha"], model=model)
     assert first.status_code == 202
     original = first.json()["id"]
-    assert _row(settings, original).model_sha256 == hashlib.sha256(model).hexdigest()
+    assert _row(settings, original).model_sha256 == _digest(tmp_path / "m.safetensors")
     again = upload(live_server.url, teams["alpha"], model=model)
     assert again.status_code == 409
     assert f"identical to your submission {original}" in again.json()["detail"]
@@ -114,7 +122,7 @@ def test_two_teams_racing_the_same_checkpoint_on_postgresql(
         with session_scope(settings.db_url) as session:
             live = session.scalars(
                 select(Submission.id).where(
-                    Submission.model_sha256 == hashlib.sha256(payload).hexdigest()
+                    Submission.model_sha256 == _digest(model)
                 )
             ).all()
         assert len(live) == 1
@@ -140,3 +148,51 @@ def test_track3_copies_compare_the_checkpoint_with_its_personalisations(
     again = upload(live_server.url, teams["alpha"], model=model, meta=metadata(3), extra=mine)
     assert again.status_code == 409 and "identical" in again.json()["detail"]
     assert count_rows(settings) == 2
+
+
+def _resave(source: Path, target: Path, *, metadata: dict[str, str], reverse: bool) -> bytes:
+    """The same tensors written again with another ``__metadata__`` (and, with ``reverse``,
+    another tensor order in the header and the data region): other bytes, same checkpoint."""
+    import json
+    import struct
+
+    from safetensors.numpy import load_file, save_file
+
+    tensors = load_file(str(source))
+    names = sorted(tensors, reverse=reverse)
+    if not reverse:
+        save_file({name: tensors[name] for name in names}, str(target), metadata=metadata)
+        return target.read_bytes()
+    # safetensors sorts on write; lay the file out by hand in reverse order.
+    header: dict = {"__metadata__": metadata}
+    data, offset = b"", 0
+    for name in names:
+        raw = tensors[name].tobytes()
+        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape),
+                        "data_offsets": [offset, offset + len(raw)]}  # fmt: skip
+        data, offset = data + raw, offset + len(raw)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    target.write_bytes(struct.pack("<Q", len(text)) + text + data)
+    return target.read_bytes()
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("reverse", [False, True], ids=["new-metadata", "new-tensor-order"])
+def test_a_copy_with_a_new_header_is_the_same_checkpoint(
+    live_server: LiveServer, teams: dict, tmp_path: Path, settings, reverse: bool
+) -> None:  # type: ignore[no-untyped-def]
+    """Issue 36: another team's checkpoint re-saved with other header bytes is refused."""
+    original = small_safetensors(tmp_path / "m.safetensors")
+    copy = _resave(original, tmp_path / "copy.safetensors",
+                   metadata={"format": "pt", "team": "beta"}, reverse=reverse)  # fmt: skip
+    assert copy != original.read_bytes()
+    assert hashlib.sha256(copy).hexdigest() != hashlib.sha256(original.read_bytes()).hexdigest()
+    assert upload(live_server.url, teams["alpha"], model=original.read_bytes()).status_code == 202
+    refused = upload(live_server.url, teams["beta"], model=copy)
+    assert refused.status_code == 409, refused.text
+    assert "identical to one another team submitted earlier" in refused.json()["detail"]
+    assert count_rows(settings) == 1 and _used(settings, "beta") == 0
+    # One value changed is another checkpoint, whatever the header.
+    other = small_safetensors(tmp_path / "n.safetensors", variant=1)
+    assert upload(live_server.url, teams["beta"], model=other.read_bytes()).status_code == 202

@@ -52,9 +52,10 @@ from evaluator.validation import InvalidSubmission
 from evaluator.validation.checkpoint import read_header
 from evaluator.validation.commdetails import read_details
 from evaluator.validation.commlog import declared_shape, parse_log
-from evaluator.validation.jsonfile import load_json_object
+from evaluator.validation.metadata import parse_metadata
 from evaluator.validation.personal import check_personalisations
 from evaluator.validation.privacy import load_declaration
+from evaluator.validation.tensor_digest import submission_fingerprint
 from evaluator.validation.track_parts import check_track_parts
 
 logger = logging.getLogger("evaluator.api")
@@ -130,7 +131,9 @@ def _abandon(sessions: sessionmaker[Session], store: SubmissionStore, submission
         crud.delete_submission(session, submission_id=submission_id)
 
 
-def check_upload(directory: Path, settings: Settings) -> SubmissionMetadata:
+def check_upload(
+    directory: Path, settings: Settings, raw: dict[str, Any] | None = None
+) -> SubmissionMetadata:
     """The upload-time checks: metadata, declaration, checkpoint header, communication log and
     (track 3) the personalisations against the checkpoint's tensors and the benchmark's K.
 
@@ -140,6 +143,8 @@ def check_upload(directory: Path, settings: Settings) -> SubmissionMetadata:
     Args:
         directory: the received parts.
         settings: limits and the benchmark directory.
+        raw: the metadata object as the upload stream parsed it (one parse, one answer:
+            ``receive_multipart``); read from ``directory`` with the same parser when omitted.
 
     Returns:
         The validated metadata.
@@ -147,9 +152,10 @@ def check_upload(directory: Path, settings: Settings) -> SubmissionMetadata:
     Raises:
         InvalidSubmission: naming the faulty part.
     """
-    raw = load_json_object(
-        directory / FILENAMES["metadata"], part="metadata", max_bytes=settings.max_json_bytes
-    )
+    if not raw:
+        raw = parse_metadata(
+            (directory / FILENAMES["metadata"]).read_bytes(), max_bytes=settings.max_json_bytes
+        )
     try:
         metadata = SubmissionMetadata.model_validate(raw)
     except ValidationError as exc:
@@ -203,9 +209,11 @@ class CopyRefused(Exception):
 
 def _copy_policy(session: Session, *, submission_id: str, team_id: int, track: int,
                  model_sha256: str, policy: str) -> str | None:  # fmt: skip
-    """Apply the copy policy to an upload's checkpoint hash.
+    """Apply the copy policy to an upload's checkpoint digest.
 
-    Within one track, a team's own identical checkpoint is always refused (its quota is left as it was); another
+    The digest is of the tensors, not of the file (:mod:`evaluator.validation.tensor_digest`):
+    a checkpoint re-saved with another header or tensor order is the same checkpoint. Within one
+    track, a team's own identical checkpoint is always refused (its quota is left as it was); another
     team's is refused or, with the ``flag`` policy, accepted and flagged for the organisers.
 
     Returns:
@@ -331,12 +339,18 @@ async def create_submission(
                 max_total_bytes=settings.max_personal_bytes,
             ),
         )
-        metadata = await run_in_threadpool(check_upload, store.incoming(submission_id), settings)
+        metadata = await run_in_threadpool(
+            check_upload, store.incoming(submission_id), settings, received.metadata
+        )
+        fingerprint = await run_in_threadpool(partial(
+            submission_fingerprint, store.incoming(submission_id), model=FILENAMES["model"],
+            max_header_bytes=settings.max_header_bytes, max_tensors=settings.max_tensors,
+        ))  # fmt: skip
         await run_in_threadpool(store.commit, submission_id)
         mark = partial(
             _mark_queued,
             team_id=team.id,
-            model_sha256=received.fingerprint,
+            model_sha256=fingerprint,
             copy_policy=settings.copy_policy,
         )
         await run_in_threadpool(mark, sessions, store, submission_id, metadata)
