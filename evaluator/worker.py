@@ -30,6 +30,7 @@ from evaluator.core.db import session_scope
 from evaluator.federation import federation_of
 from evaluator.models import Status, Submission, SubmissionMetadata, utcnow
 from evaluator.queue import TaskQueue
+from evaluator.readiness import ThresholdAtOrBelowBase, check_readiness
 from evaluator.scoring import Scorer
 from evaluator.storage import FILENAMES, REQUIRED_PARTS, SubmissionStore
 from evaluator.validation import InvalidSubmission
@@ -515,8 +516,16 @@ def run_worker(settings: Settings, *, parent_pid: int | None = None) -> None:
     started = time.perf_counter()
     runner.scorer.prepare()
     runner.auditor.prepare()
+    # The threshold's lookup is the leaderboard's (benchmark.json, else the setting).
+    from leaderboard.threshold import track1_threshold
+
+    try:
+        check_readiness(runner, threshold=track1_threshold(settings.data_dir))
+    except ThresholdAtOrBelowBase as exc:
+        raise SystemExit(f"pflkit worker: refusing to start: {exc}") from None
     logger.info(
-        "worker ready in %.1f s (test split, reference model and canary baseline loaded)",
+        "worker ready in %.1f s (test split, reference model and canary baseline loaded, "
+        "base model scored)",
         time.perf_counter() - started,
     )
     install_handler(runner)

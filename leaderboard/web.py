@@ -46,6 +46,8 @@ from evaluator.api.deps import (
 )
 from evaluator.api.rescore import queue_rescore
 from evaluator.models import Submission, Team
+from evaluator.readiness import canaries_present, read_readiness, threshold_problem, track2_checks
+from evaluator.validation.coverage import BYTES_CHECKED
 from evaluator.validation.privacy import VERIFICATION_COVERS, VERIFICATION_DOES_NOT_COVER
 from leaderboard import formatting, plots, source
 from leaderboard.board import Board, as_json, build_board, csv_text
@@ -164,6 +166,8 @@ def leaderboard_page(request: Request, all: bool = Query(False, alias="all")) ->
             "board": _board(request.app, session, all_submissions=all, public=True),
             "covers": VERIFICATION_COVERS,
             "does_not_cover": VERIFICATION_DOES_NOT_COVER,
+            "bytes_checked": BYTES_CHECKED,
+            "track2_checks": track2_checks(_canaries(request.app)),
             "unranked_shown": MAX_UNRANKED_SHOWN,
         }
         return templates.get_template("leaderboard.html").render(context).encode()
@@ -186,6 +190,7 @@ def submission_page(request: Request, submission_id: str, session: SessionDep) -
         "rounds_shown": (row.per_round or [])[:MAX_ROUNDS_SHOWN],
         "covers": VERIFICATION_COVERS,
         "does_not_cover": VERIFICATION_DOES_NOT_COVER,
+        "bytes_checked": BYTES_CHECKED,
     }
     return templates.TemplateResponse(request, "submission.html", context)
 
@@ -315,7 +320,30 @@ def organiser_json(
 ) -> dict[str, Any]:
     """Organisers: every submission with its state, flags and the reason it is (un)ranked."""
     board = _board(request.app, session, all_submissions=True, public=False)
-    return {"submissions": _organiser_rows(session, board)}
+    return {"submissions": _organiser_rows(session, board),
+            "service": _service_facts(request.app, board)}  # fmt: skip
+
+
+def _canaries(app: Any) -> bool:
+    """Whether the benchmark the app serves holds the audit's canaries."""
+    return canaries_present(getattr(app.state.settings, "data_dir", None))
+
+
+def _service_facts(app: Any, board: Board) -> dict[str, Any]:
+    """What the organisers must know about the service's set-up (``evaluator.readiness``): the
+    base model's test ANLS as the worker measured it at start-up, whether the threshold in force
+    is above it, and whether the audit can run."""
+    readiness = read_readiness(getattr(app.state.settings, "storage_dir", None))
+    base = readiness.base_test_anls if readiness is not None else None
+    canaries = _canaries(app)
+    return {
+        "base_test_anls": base,
+        "base_scored_at": readiness.checked_at if readiness is not None else None,
+        "threshold": board.threshold,
+        "threshold_problem": threshold_problem(board.threshold, base),
+        "canaries": canaries,
+        "track2_checks": track2_checks(canaries),
+    }
 
 
 def _organiser_rows(session: Session, board: Board) -> list[dict[str, Any]]:
@@ -355,7 +383,8 @@ def organiser_page(request: Request, session: SessionDep) -> HTMLResponse:
     return templates.TemplateResponse(
         request,
         "organiser.html",
-        {"organiser": organiser, "rows": _organiser_rows(session, board), "board": board},
+        {"organiser": organiser, "rows": _organiser_rows(session, board), "board": board,
+         "service": _service_facts(request.app, board)},
     )
 
 
