@@ -13,7 +13,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup constraints flower-setup demo test test-slow lint bench bench-dp bench-audit bench-device bench-api-fuzz clean
+.PHONY: setup constraints constraints-flower flower-setup demo test test-flower test-slow lint bench bench-dp bench-audit bench-device bench-api-fuzz clean
 
 setup: $(STAMP)
 
@@ -40,25 +40,50 @@ constraints: setup
 
 # Flower's engines in an environment of their own (flwr 1.41 pins fastapi 0.138, starlette 1.3,
 # uvicorn 0.49, rich 14 and protobuf < 7, which the main environment does not take): the kit
-# without its dev tools, plus flwr and ray. `pflkit train --engine flower` and
+# without its dev tools, plus flwr, ray and pytest, under constraints-flower.txt (as the main
+# environment is under constraints.txt). `pflkit train --engine flower` and
 # `pflkit flower superlink|supernode` run from `.venv-flower/bin/pflkit`.
 FLOWER_VENV := .venv-flower
 FLOWER_STAMP := $(FLOWER_VENV)/.installed
+# To upgrade flwr: change its range in pyproject.toml, `rm -r .venv-flower`,
+# `make flower-setup FLOWER_CONSTRAINTS=` (unconstrained), run `make test-flower`, then
+# `make constraints-flower`.
+FLOWER_CONSTRAINTS ?= constraints-flower.txt
 
 flower-setup: $(FLOWER_STAMP)
 
-$(FLOWER_STAMP): pyproject.toml
+$(FLOWER_STAMP): pyproject.toml $(FLOWER_CONSTRAINTS)
 	$(PYTHON) -m venv $(FLOWER_VENV)
 	$(FLOWER_VENV)/bin/pip install --quiet --upgrade pip
 	$(FLOWER_VENV)/bin/pip install --quiet torch==2.13.0
-	$(FLOWER_VENV)/bin/pip install --quiet -e '.[flower]' pytest pytest-timeout
+	$(FLOWER_VENV)/bin/pip install --quiet $(if $(FLOWER_CONSTRAINTS),-c $(FLOWER_CONSTRAINTS)) \
+		-e '.[flower]' pytest pytest-timeout
 	touch $(FLOWER_STAMP)
+
+# Rewrite constraints-flower.txt from .venv-flower (after `make test-flower` passed in it).
+constraints-flower: flower-setup
+	{ sed -n '1,5p' constraints-flower.txt; $(FLOWER_VENV)/bin/pip freeze --exclude-editable \
+		| grep -v -i -e '^torch==' -e '^pfl-docvqa-kit' -e ' @ '; } > constraints-flower.txt.tmp
+	mv constraints-flower.txt.tmp constraints-flower.txt
 
 demo: setup
 	$(BIN)/python -m pflkit.demo --out $(DEMO_DIR)
 
+# The main suite, then (when `make flower-setup` built .venv-flower) `make test-flower`.
 test: setup
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m 'not slow and not flower'
+	@if [ -f $(FLOWER_STAMP) ]; then $(MAKE) --no-print-directory test-flower; \
+	else echo "make test: .venv-flower is missing, Flower's tests were not run (make flower-setup)"; fi
+
+# From .venv-flower: the spiece-only tokenizer, the connection checks, one deployment run (a
+# SuperLink, three SuperNodes, two lora-nf4 rounds equal to the in-process run) and one
+# simulation run (fedavg-ft with its personalisation); the other Flower runs are in test-slow.
+# pytest's exit status 5 (no test collected) is not a failure.
+FLOWER_TESTS := tests/benchmark/model/test_spiece_tokenizer.py tests/baselines/test_flower_connection.py \
+	tests/baselines/test_flower_deployment.py tests/baselines/test_flower_personalisation.py
+test-flower: flower-setup
+	$(FLOWER_VENV)/bin/python -m pytest -m 'flower or not slow' $(FLOWER_TESTS) \
+		|| [ $$? -eq 5 ]
 
 test-slow: setup
 	$(BIN)/python -m pytest -m slow

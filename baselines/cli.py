@@ -99,9 +99,11 @@ def _registry_options() -> list[click.Parameter]:
                    "(SuperLink + SuperNodes, `pflkit flower --help`); flower-simulation: "
                    "Flower's simulation engine (`pflkit flower superlink --simulation`, "
                    "--federation local-simulation). Both need `make flower-setup`.")
-@click.option("--federation", default="local-deployment", show_default=True,
-              help="--engine flower: the SuperLink connection in $FLWR_HOME/config.toml "
-                   "(`pflkit flower superlink` writes `local-deployment`).")
+@click.option("--federation",
+              help="--engine flower[-simulation]: the SuperLink connection in "
+                   "$FLWR_HOME/config.toml (default: local-deployment, which `pflkit flower "
+                   "superlink` writes; local-simulation for flower-simulation, which "
+                   "`pflkit flower superlink --simulation` writes).")
 @click.option("--on-failure", type=click.Choice(["fail", "drop", "wait"]), default="fail",
               show_default=True,
               help="--engine flower: a SuperNode failing mid-round stops the run (resume later), "
@@ -121,7 +123,7 @@ def train(
     no_progress: bool,
     quantize: str | None,
     engine: str,
-    federation: str,
+    federation: str | None,
     on_failure: str,
     num_clients: int | None,
     **options: object,
@@ -222,16 +224,30 @@ def train(
 
 
 def _train_on_flower(config: TrainConfig, run_dir: Any, *, data_dir: str, base: str,
-                     resume: bool, federation: str, on_failure: str,
+                     resume: bool, federation: str | None, on_failure: str,
                      num_clients: int | None, simulation: bool) -> None:
-    """``pflkit train --engine flower``: write the run's configuration, ``flwr run`` the kit's
-    app on the SuperLink connection and print the ServerApp's summary."""
-    from baselines.flower.cli import flower_command, run_on_flower
+    """``pflkit train --engine flower``: check the SuperLink connection (``federation``, by
+    default the engine's), write the run's configuration, ``flwr run`` the kit's app on it and
+    print the ServerApp's summary.
+
+    Raises:
+        click.ClickException: flwr is missing, the connection is unknown or does not answer
+            (nothing is written then), or the run ended unfinished.
+        ValueError: options the Flower engines do not take.
+    """
+    from baselines.flower.cli import (
+        check_connection,
+        default_connection,
+        flower_command,
+        run_on_flower,
+    )
     from benchmark.data.reader import count_clients
 
     if config.build_pretraining().rounds:
         raise ValueError("--fsp-rounds runs on the in-process engine only (--engine in-process)")
     flower_command("flwr")
+    federation = federation or default_connection(simulation)
+    check_connection(federation, simulation=simulation)
     if num_clients is None:
         num_clients = count_clients(data_dir)
     if config.clients_per_round > num_clients:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +26,8 @@ LOCAL_CONNECTION = "local-deployment"
 #: the connection of `pflkit flower superlink --simulation`.
 SIMULATION_CONNECTION = "local-simulation"
 DEFAULT_PORT = 9092
+#: addresses with which ``flwr`` starts and manages a SuperLink of its own (nothing to probe).
+FLOWER_MANAGED_ADDRESSES = (":local:", ":local-in-memory:")
 
 
 def flower_command(name: str) -> str:
@@ -80,6 +83,82 @@ def write_connection(name: str, address: str, *, insecure: bool,
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(_toml(data))
     return path
+
+
+def default_connection(simulation: bool) -> str:
+    """The connection ``pflkit flower superlink`` writes for an engine (``--federation``'s
+    default)."""
+    return SIMULATION_CONNECTION if simulation else LOCAL_CONNECTION
+
+
+def start_instructions(simulation: bool) -> str:
+    """What to start, in other terminals, before ``pflkit train --engine flower[-simulation]``."""
+    pflkit = Path(sys.executable).parent / "pflkit"
+    if simulation:
+        return (f"start Flower's simulation engine with `{pflkit} flower superlink --simulation` "
+                f"and pass `--federation {SIMULATION_CONNECTION}`")
+    return (f"start a SuperLink with `{pflkit} flower superlink` and one SuperNode per client "
+            f"organisation with `{pflkit} flower supernode --client K --data DIR`, and pass "
+            f"`--federation {LOCAL_CONNECTION}`")
+
+
+def read_connections() -> dict[str, dict]:
+    """The SuperLink connections of ``$FLWR_HOME/config.toml`` by name (none: ``{}``).
+
+    Raises:
+        click.ClickException: the file is not valid TOML.
+    """
+    import tomllib
+
+    path = flwr_home() / "config.toml"
+    if not path.is_file():
+        return {}
+    try:
+        superlink = tomllib.loads(path.read_text()).get("superlink", {})
+    except tomllib.TOMLDecodeError as error:
+        raise click.ClickException(f"{path} is not valid TOML ({error}); fix or delete it, then "
+                                   "start the SuperLink again (it rewrites its entry)") from None
+    return {name: entry for name, entry in superlink.items() if isinstance(entry, dict)}
+
+
+def answers(address: str, timeout: float = 3.0) -> bool:
+    """Whether something accepts TCP connections at ``host:port`` (``[v6]:port`` too)."""
+    host, _, port = address.rpartition(":")
+    if not port.isdigit():
+        return False
+    try:
+        with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout):
+            return True
+    except OSError:
+        return False
+
+
+def check_connection(name: str, *, simulation: bool) -> None:
+    """Fail, before anything is started, unless connection ``name`` exists and its SuperLink
+    answers.
+
+    Args:
+        name: the ``--federation`` (a SuperLink connection of ``$FLWR_HOME/config.toml``).
+        simulation: ``--engine flower-simulation`` (the instructions name its SuperLink).
+
+    Raises:
+        click.ClickException: saying which command to start and which ``--federation`` to pass.
+    """
+    path = flwr_home() / "config.toml"
+    entry = read_connections().get(name)
+    todo = start_instructions(simulation)
+    if entry is None:
+        known = ", ".join(sorted(read_connections())) or "none"
+        raise click.ClickException(
+            f"no SuperLink connection {name!r} in {path} (connections there: {known}), so "
+            f"nothing was started: {todo}")
+    address = str(entry.get("address", ""))
+    if address in FLOWER_MANAGED_ADDRESSES:
+        return
+    if not answers(address):
+        raise click.ClickException(
+            f"the SuperLink of connection {name!r} ({address or 'no address'}, from {path}) "
+            f"does not answer, so nothing was started: {todo}")
 
 
 def _toml(data: dict) -> str:
@@ -240,9 +319,24 @@ def run_on_flower(*, federation: str, out: Path, num_clients: int, on_failure: s
         args += ["--federation-config", f"num-supernodes={num_clients}"]
     completed = subprocess.run(args, check=False, env=flower_env())
     if not summary.exists():
-        raise click.ClickException(
-            f"the Flower run ended without finishing (flwr exit status {completed.returncode}); "
-            f"its log is above, faults in {out / 'flower_faults.jsonl'}; the run directory "
-            "holds the last completed round: continue with --resume"
-        )
+        raise click.ClickException(unfinished_run_message(out, completed.returncode))
     return json.loads(summary.read_text())
+
+
+def unfinished_run_message(out: Path, returncode: int) -> str:
+    """What to do after ``flwr run`` ended without a summary.
+
+    ``--resume`` is suggested only when a round was committed to ``out``; otherwise the run
+    never started, and resuming would have nothing to continue.
+    """
+    from baselines.run_directory import RunDirectory
+
+    faults = out / "flower_faults.jsonl"
+    where = f"its log is above{f', faults in {faults}' if faults.exists() else ''}"
+    if RunDirectory(out).has_state():
+        return (f"the Flower run ended without finishing (flwr exit status {returncode}); "
+                f"{where}; the run directory holds the last completed round: continue with "
+                "--resume")
+    return (f"the Flower run ended before its first round was completed (flwr exit status "
+            f"{returncode}); {where}; there is nothing to resume: fix the cause, then start "
+            f"again with a new --out (or after deleting {out})")

@@ -1,4 +1,4 @@
-"""The federation on Flower's deployment engine reproduces the in-process run (slow).
+"""The federation on Flower's deployment engine reproduces the in-process run.
 
 A real SuperLink and three SuperNodes run as separate processes on 127.0.0.1 from
 ``.venv-flower`` (``make flower-setup``), started by ``pflkit flower superlink|supernode`` with a
@@ -6,6 +6,7 @@ temporary ``FLWR_HOME``; ``pflkit train --engine flower`` runs the kit's Flower 
 nodes hold clients 0-3, 4-6 and 7-9 of the `tiny` benchmark and read only their own clients'
 files. The communication log, the metrics, the privacy declaration and the global weights must
 be the in-process engine's for the same seed, and every message's Flower bytes are measured.
+The `lora-nf4` run is in `make test-flower` (and so in CI); the others are in `make test-slow`.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from tests.baselines.flower_runs import (
     skip_without_flower,
 )
 
-pytestmark = pytest.mark.slow
 NODE_CLIENTS = ("0-3", "4-6", "7-9")
 
 skip_without_flower()
@@ -42,8 +42,10 @@ def federation(tmp_path: Path, tiny_data: Path) -> Iterator[LocalFederation]:
 
 @pytest.mark.parametrize(
     ("preset", "flags", "options"),
-    [("lora-nf4", ["--rounds", "2", "--local-epochs", "1"], {"rounds": 2, "local_epochs": 1}),
-     ("dp-lora", ["--rounds", "1", "--epsilon", "4"], {"rounds": 1, "epsilon": 4.0})],
+    [pytest.param("lora-nf4", ["--rounds", "2", "--local-epochs", "1"],
+                  {"rounds": 2, "local_epochs": 1}, marks=pytest.mark.flower, id="lora-nf4"),
+     pytest.param("dp-lora", ["--rounds", "1", "--epsilon", "4"], {"rounds": 1, "epsilon": 4.0},
+                  marks=pytest.mark.slow, id="dp-lora")],
 )
 def test_deployment_reproduces_the_in_process_run(preset, flags, options, federation: LocalFederation,
                                                   tiny_data: Path, tiny_base: Path,
@@ -88,6 +90,7 @@ def _wait_for(path: Path, lines: int, timeout: float = 300.0) -> None:
     raise TimeoutError(f"{path} has fewer than {lines} lines after {timeout} s")
 
 
+@pytest.mark.slow
 def test_a_node_dying_mid_round_stops_the_run_and_resume_finishes_it(
         federation: LocalFederation, tiny_data: Path, tiny_base: Path, tmp_path: Path) -> None:
     """Policy `fail`: the crash is reported, the run keeps round 1; resumed, it ends as in-process."""

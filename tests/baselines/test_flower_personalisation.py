@@ -1,4 +1,4 @@
-"""Track-3 methods on Flower's simulation engine reproduce the in-process run (slow).
+"""Track-3 methods on Flower's simulation engine reproduce the in-process run.
 
 After the rounds each client's personalisation runs on its node (``train.personalise``) from the
 state the rounds left there (FedDAT's local adapter, in Flower's ``Context.state``), and the node
@@ -6,6 +6,7 @@ answers the client's state. The communication log (round R + 1: the final model 
 client, nothing back; after 0 rounds, ``local-only``, nothing at all), the global weights and every client's personal tensors must be the
 in-process engine's for the same seed; the states' Flower bytes are in
 ``flower_messages.jsonl``, not in the kit's log. Needs ``.venv-flower`` (``make flower-setup``).
+The `fedavg-ft` run is in `make test-flower` (and so in CI); the others are in `make test-slow`.
 """
 
 from __future__ import annotations
@@ -27,8 +28,6 @@ from tests.baselines.flower_runs import (
     skip_without_flower,
 )
 
-pytestmark = pytest.mark.slow
-
 skip_without_flower()
 
 
@@ -45,7 +44,11 @@ def _personal(run: Path) -> dict[str, dict[str, torch.Tensor]]:
     return {path.name: load_file(path) for path in sorted((run / "personal").glob("*.safetensors"))}
 
 
-@pytest.mark.parametrize(("preset", "rounds"), [("fedavg-ft", 1), ("feddat", 2), ("local-only", 0)])
+@pytest.mark.parametrize(("preset", "rounds"), [
+    pytest.param("fedavg-ft", 1, marks=pytest.mark.flower, id="fedavg-ft"),
+    pytest.param("feddat", 2, marks=pytest.mark.slow, id="feddat"),
+    pytest.param("local-only", 0, marks=pytest.mark.slow, id="local-only"),
+])
 def test_personalisation_on_flower_simulation_equals_in_process(
         preset: str, rounds: int, simulation: LocalFederation, tiny_data: Path, tiny_base: Path,
         tmp_path: Path) -> None:
