@@ -48,13 +48,17 @@ def lora_adapted_module(name: str) -> tuple[str, str] | None:
     return None if match is None else (match.group("module"), match.group("matrix"))
 
 
-#: The names under which the public VT5 state dict holds its one tied T5 embedding.
-TIED_EMBEDDING_NAMES: tuple[str, ...] = (
+#: The names under which a VT5 state dict holds its one T5 token embedding (one module).
+TOKEN_EMBEDDING_NAMES: tuple[str, ...] = (
     "language_backbone.shared.weight",
     "language_backbone.encoder.embed_tokens.weight",
     "language_backbone.decoder.embed_tokens.weight",
-    "language_backbone.lm_head.weight",
 )
+#: The output layer: an alias of the embedding in a tied model (the kit's own), a tensor of its
+#: own in the public VT5 code (``VT5Config.tie_lm_head``).
+LM_HEAD_NAME = "language_backbone.lm_head.weight"
+#: Every name the embedding can have when ``lm_head`` is tied to it.
+TIED_EMBEDDING_NAMES: tuple[str, ...] = (*TOKEN_EMBEDDING_NAMES, LM_HEAD_NAME)
 #: Bytes a value took in the official logger's count (it sent float32 numpy arrays).
 OFFICIAL_BYTES_PER_VALUE = 4
 
@@ -63,14 +67,16 @@ def official_logger_bytes(values_per_tensor: Mapping[str, int]) -> int:
     """What the official starter kit's logger would have written for one message.
 
     Its `log_communication` summed `nbytes` over every state-dict entry it sent, in float32, so
-    the tied T5 embedding counted once per name it has in the state dict (four times: shared,
-    encoder and decoder `embed_tokens`, `lm_head`), and every message counted 4 bytes a value
-    whatever its wire format. The kit ranks by the exact count (`amount_of_bytes`); this figure
+    the T5 embedding counted once per name it has in the state dict (three times: shared,
+    encoder and decoder `embed_tokens`; four when a tied `lm_head` is one more alias), and every
+    message counted 4 bytes a value whatever its wire format. In the public code `lm_head` is a
+    tensor of its own, sent (and counted) once beside them. The kit ranks by the exact count (`amount_of_bytes`); this figure
     only lets participants compare with the published tables (the baseline's "1.12 GB").
 
     Args:
         values_per_tensor: number of values of each tensor the message carries, by kit name (the
-            tied embedding appears once, as `language_backbone.shared.weight`).
+            embedding appears once, as `language_backbone.shared.weight`; an untied `lm_head`
+            under its own name).
 
     Returns:
         The official logger's byte count for the message.

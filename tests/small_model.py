@@ -8,10 +8,12 @@ from typing import Any
 
 
 def save_small_reference(
-    rows: Iterable[dict[str, Any]], root: Path, *, vocab_size: int, max_answer_tokens: int
+    rows: Iterable[dict[str, Any]], root: Path, *, vocab_size: int, max_answer_tokens: int,
+    **config: Any,
 ) -> Path:
     """Save a random VT5 (T5 width 32, one encoder and one decoder layer) whose tokenizer is
-    fitted on ``rows`` (question, answers and OCR), under ``root``; returns the checkpoint."""
+    fitted on ``rows`` (question, answers and OCR), under ``root``; returns the checkpoint.
+    ``config``: other ``VT5Config`` settings (``tie_lm_head=False``: the public code's head)."""
     from benchmark.model import save_checkpoint
     from benchmark.model.random_init import random_tiny_model
 
@@ -23,5 +25,6 @@ def save_small_reference(
         visual_config={"hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2,
                        "image_size": 32},
         spatial_embedding_dim=8, max_input_tokens=128, max_answer_tokens=max_answer_tokens,
+        **config,
     )  # fmt: skip
     return save_checkpoint(model, processor, root / "model")

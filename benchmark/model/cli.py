@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import click
 
 
@@ -50,3 +52,27 @@ def convert(source: str, target: str, visual_dir: str | None, box_scale: float) 
     click.echo(f"converted {source} -> {target}")
     for line in report.lines():
         click.echo(f"  {line}")
+
+
+@model.command()
+@click.option("--shape", type=click.Choice(["vt5-base", "tiny"]), default="vt5-base",
+              show_default=True,
+              help="vt5-base: the public model's shape (T5-base + DiT-base, 316M parameters, "
+              "lm_head apart from shared); tiny: the kit's CPU shape.")
+@click.option("--out", "out", type=click.Path(), required=True,
+              help="The checkpoint directory to write (must not exist).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Initialisation seed.")
+def init(shape: str, out: str, seed: int) -> None:
+    """Write a randomly initialised VT5 of a real shape, with the shipped tokenizer: real-size
+    training, scoring and memory checks without downloading any weights."""
+    from benchmark.model.checkpoint import expected_tensor_spec, read_checkpoint_config
+    from benchmark.model.random_init import init_checkpoint
+
+    try:
+        directory = init_checkpoint(shape, out, seed=seed)
+    except FileExistsError as error:
+        raise click.ClickException(str(error)) from error
+    config = read_checkpoint_config(directory)
+    values = sum(math.prod(dims) for dims, _ in expected_tensor_spec(config).values())
+    click.echo(f"wrote {directory}: {shape} VT5, {values:,} parameters, "
+               f"tie_lm_head={config.tie_lm_head}, seed {seed}")

@@ -49,6 +49,13 @@ class VT5Config(PretrainedConfig):
             "bicubic" for the kit's base).
         image_mean: per-channel mean subtracted from the [0, 1] pixels (DiT: 0.5).
         image_std: per-channel standard deviation the pixels are divided by (DiT: 0.5).
+        tie_lm_head: the output layer `lm_head` is the token embedding `shared` itself (T5's
+            tying, the kit's own models). `False`: `lm_head` is a parameter of its own, loaded,
+            trained and sent apart from `shared`, as in the public VT5 code, whose `HF_VT5`
+            never re-ties its inner T5 after loading (checkpoints converted from the public
+            layout). Either way the encoder's and decoder's `embed_tokens` are `shared`, and the
+            decoder output is scaled by `d_model ** -0.5` before `lm_head` (T5's tied-model
+            scaling, which the public config keeps on).
     """
 
     model_type = "vt5"
@@ -65,6 +72,7 @@ class VT5Config(PretrainedConfig):
     image_resample: str = "bicubic"
     image_mean: list[float] | None = None
     image_std: list[float] | None = None
+    tie_lm_head: bool = True
     layer_norm_eps: float = 1e-12
     hidden_dropout_prob: float = 0.1
     is_encoder_decoder: bool = True

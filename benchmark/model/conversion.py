@@ -15,8 +15,13 @@ What is read from the checkpoint rather than assumed:
   positions, layer scale) and sizes come from the DiT `config.json` when one is given, and are
   checked against the tensors; without one they are read off the tensors themselves;
 - the resize filter, normalisation and image size come from `preprocessor_config.json`;
-- the tied T5 embedding may be stored under any of its four names (`shared`, encoder and
-  decoder `embed_tokens`, `lm_head` when tied); all copies must be equal and one is kept.
+- the T5 token embedding may be stored under any of its three names (`shared`, encoder and
+  decoder `embed_tokens`, one module in the public code); all copies must be equal and one is
+  kept;
+- `lm_head` is kept as a tensor of its own (`VT5Config.tie_lm_head = False`): the public
+  `HF_VT5` never re-ties its inner T5 after loading, so the public code trained `lm_head` apart
+  from `shared` and a checkpoint it fine-tuned holds two different tensors. A file without
+  `lm_head.weight` gets a copy of `shared` (what a tied model computes).
 
 `pytorch_model.bin` is read with `torch.load(weights_only=True)`: it is the organisers' own
 file, and this path is never reachable from an upload (submissions are safetensors only).
@@ -33,7 +38,7 @@ from typing import Any
 
 import torch
 
-from benchmark.communication_log import TIED_EMBEDDING_NAMES
+from benchmark.communication_log import LM_HEAD_NAME, TOKEN_EMBEDDING_NAMES
 from benchmark.model.checkpoint import (
     CONFIG_NAME,
     WEIGHTS_NAME,
@@ -79,6 +84,7 @@ class ConversionReport:
     weights_file: str
     tensors: int
     tied_names: list[str] = field(default_factory=list)
+    lm_head: str = ""
     cast_to_float32: list[str] = field(default_factory=list)
     visual_source: str = ""
     image_source: str = ""
@@ -88,10 +94,11 @@ class ConversionReport:
         config = self.config
         return [
             f"weights: {self.weights_file} ({self.tensors} tensors)",
-            "tied T5 embedding stored as "
+            "T5 token embedding stored as "
             + (", ".join(name.removeprefix("language_backbone.") for name in self.tied_names)
                or "(none found)")
             + ": all equal, kept once as language_backbone.shared.weight",
+            f"lm_head: {self.lm_head}",
             f"cast to float32: {len(self.cast_to_float32)} tensor(s)",
             f"image encoder: {self.visual_source}",
             f"image processing: {self.image_source}",
@@ -168,10 +175,12 @@ def convert_public_checkpoint(
         max_input_tokens=int(raw.get("max_input_tokens", 512)),
         max_answer_tokens=PUBLIC_MAX_ANSWER_TOKENS,
         lowercase_text=True,
+        tie_lm_head=False,
         **image,
     )
     spec = expected_tensor_spec(config)
-    tied = _fold_tied_embedding(state_dict, spec, source / weights_file)
+    tied = _fold_token_embedding(state_dict, spec, source / weights_file)
+    lm_head = _untied_lm_head(state_dict)
     cast = [name for name, tensor in state_dict.items()
             if tensor.is_floating_point() and tensor.dtype != torch.float32]
     state_dict = {name: tensor.float() if name in cast else tensor.contiguous()
@@ -179,7 +188,7 @@ def convert_public_checkpoint(
     _write_atomically(source, target, config, state_dict)
     return ConversionReport(
         config=config, weights_file=weights_file, tensors=len(state_dict), tied_names=tied,
-        cast_to_float32=cast, visual_source=visual_source, image_source=image_source,
+        lm_head=lm_head, cast_to_float32=cast, visual_source=visual_source, image_source=image_source,
     )
 
 
@@ -229,31 +238,55 @@ def _read_public_weights(source: Path) -> tuple[dict[str, torch.Tensor], str]:
     return dict(loaded), PICKLE_WEIGHTS_NAME
 
 
-def _fold_tied_embedding(
+def _fold_token_embedding(
     state_dict: dict[str, torch.Tensor], spec: Mapping[str, Any], where: Path
 ) -> list[str]:
-    """Keep one copy of the tied T5 embedding, after checking that every stored copy is equal.
+    """Keep one copy of the T5 token embedding, after checking that every stored copy is equal.
+
+    `shared` and the encoder's and decoder's `embed_tokens` are one module in the public code,
+    so copies that differ mean the file was not written by it.
 
     Returns:
-        The tied names the file held.
+        The names the file held the embedding under.
+
+    Raises:
+        CheckpointError: when two copies differ.
     """
-    kept = TIED_EMBEDDING_NAMES[0]
-    tied_names = [name for name in TIED_EMBEDDING_NAMES
-                  if name in state_dict and (name == kept or name not in spec)]
-    if not tied_names:
+    kept = TOKEN_EMBEDDING_NAMES[0]
+    names = [name for name in TOKEN_EMBEDDING_NAMES
+             if name in state_dict and (name == kept or name not in spec)]
+    if not names:
         return []
-    reference = state_dict[tied_names[0]]
-    for name in tied_names[1:]:
+    reference = state_dict[names[0]]
+    for name in names[1:]:
         if state_dict[name].shape != reference.shape or not torch.equal(state_dict[name], reference):
             raise CheckpointError(
-                f"{where}: {name} differs from {tied_names[0]}; the T5 embedding is tied, so all "
-                "its copies must be equal (this file was not saved by the public VT5 code)"
+                f"{where}: {name} differs from {names[0]}; the public VT5 code holds the T5 "
+                "token embedding once (shared is the encoder's and decoder's embed_tokens), so "
+                "all its copies must be equal (this file was not saved by the public VT5 code)"
             )
     state_dict[kept] = reference
-    for name in tied_names:
+    for name in names:
         if name != kept:
             del state_dict[name]
-    return tied_names
+    return names
+
+
+def _untied_lm_head(state_dict: dict[str, torch.Tensor]) -> str:
+    """Keep `lm_head` as a tensor of its own (a copy of `shared` when the file has none).
+
+    Returns:
+        What was found, for the conversion report.
+    """
+    shared = state_dict.get(TOKEN_EMBEDDING_NAMES[0])
+    if LM_HEAD_NAME not in state_dict:
+        if shared is None:
+            return "not in the file"
+        state_dict[LM_HEAD_NAME] = shared.clone()
+        return "not in the file: starts as a copy of shared, trained apart from it"
+    if shared is not None and torch.equal(state_dict[LM_HEAD_NAME], shared):
+        return "equal to shared; kept as its own tensor, trained apart as in the public code"
+    return "differs from shared (trained apart by the public code); kept as its own tensor"
 
 
 def _visual_config(

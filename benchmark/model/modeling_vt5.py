@@ -18,6 +18,28 @@ from benchmark.model.decoding import CachedT5Decoder
 from benchmark.model.embeddings import SpatialEmbeddings, VisualEmbeddings
 
 
+class UntiedHeadT5(T5ForConditionalGeneration):
+    """T5 whose `lm_head` is a parameter of its own, as in the public VT5 code.
+
+    The public code's `HF_VT5` is a `PreTrainedModel` holding a `T5ForConditionalGeneration`;
+    transformers 4.27 leaves the inner model's tying to `from_pretrained`, which ties only the
+    outer model (it has no output embeddings). So `lm_head` is loaded from the checkpoint and
+    trained apart from `shared`, while the encoder's and decoder's `embed_tokens` stay the
+    `shared` module and the decoder output keeps T5's `d_model ** -0.5` scaling (its config
+    says `tie_word_embeddings`). Only the `lm_head` entry leaves the tying map.
+    """
+
+    _tied_weights_keys = {
+        "encoder.embed_tokens.weight": "shared.weight",
+        "decoder.embed_tokens.weight": "shared.weight",
+    }
+
+
+def language_backbone_class(config: VT5Config) -> type[T5ForConditionalGeneration]:
+    """The T5 class of a configuration: tied `lm_head` (the kit's models) or its own."""
+    return T5ForConditionalGeneration if config.tie_lm_head else UntiedHeadT5
+
+
 class VT5PreTrainedModel(PreTrainedModel):
     """Weight initialisation and loading glue shared by the VT5 classes."""
 
@@ -87,10 +109,14 @@ class VT5ForConditionalGeneration(VT5PreTrainedModel):
 
     def __init__(self, config: VT5Config) -> None:
         super().__init__(config)
-        self.language_backbone = T5ForConditionalGeneration(config.t5_config)
+        self.language_backbone = language_backbone_class(config)(config.t5_config)
         self.spatial_embedding = SpatialEmbeddings(config)
         self.visual_embedding = VisualEmbeddings(config)
         self.post_init()
+        if not config.tie_lm_head:
+            # a fresh untied head starts as the embedding, so it computes what a tied one would
+            with torch.no_grad():
+                self.language_backbone.lm_head.weight.copy_(self.language_backbone.shared.weight)
 
     def get_input_embeddings(self) -> nn.Embedding:
         """The shared T5 token embedding."""

@@ -66,17 +66,20 @@ DIT_TINY = {
 
 
 def base_vt5_config(vocab_size: int = 32128, **overrides: Any) -> VT5Config:
-    """The real VT5-base shape: T5-base + DiT-base, 768-wide box tables.
+    """The real VT5-base shape: T5-base + DiT-base, 768-wide box tables, and `lm_head` a tensor
+    of its own beside `shared`, as the public code holds it (`VT5Config.tie_lm_head`).
 
     Args:
         vocab_size: rows of the token embedding (32128 for the T5 tokenizer).
-        **overrides: other `VT5Config` fields (e.g. `box_scale=1` for the public checkpoint).
+        **overrides: other `VT5Config` fields (e.g. `box_scale=1` for the public checkpoint,
+            `tie_lm_head=True` for one shared output embedding).
 
     Returns:
         The configuration.
     """
     language = {**T5_BASE, "vocab_size": vocab_size}
-    return VT5Config(language_config=language, visual_config=dict(DIT_BASE), **overrides)
+    settings = {"tie_lm_head": False, **overrides}
+    return VT5Config(language_config=language, visual_config=dict(DIT_BASE), **settings)
 
 
 def tiny_vt5_config(vocab_size: int, **overrides: Any) -> VT5Config:

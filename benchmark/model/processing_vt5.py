@@ -43,7 +43,9 @@ class VT5Processor:
         tokenizer: a transformers T5 tokenizer.
         box_scale: factor from [0, 1] box coordinates to bucket ids (`VT5Config.box_scale`).
         max_input_tokens: text tokens per question, EOS included.
-        max_answer_tokens: label tokens per answer, EOS included.
+        max_answer_tokens: bound on generated answer tokens, EOS included (generation only).
+        max_label_tokens: cut training labels to this many tokens, EOS kept last (`None`, the
+            default: labels are whole answers, as the public code's dataset gives them).
         max_2d_position_embeddings: bucket ids are clamped below this.
         use_visual: whether collation loads the page images.
         image_size: side of the square image given to the image encoder.
@@ -60,6 +62,7 @@ class VT5Processor:
         box_scale: float = 1000.0,
         max_input_tokens: int = 512,
         max_answer_tokens: int = 20,
+        max_label_tokens: int | None = None,
         max_2d_position_embeddings: int = 1024,
         use_visual: bool = True,
         image_size: int = 224,
@@ -74,6 +77,9 @@ class VT5Processor:
         self.box_scale = float(box_scale)
         self.max_input_tokens = int(max_input_tokens)
         self.max_answer_tokens = int(max_answer_tokens)
+        if max_label_tokens is not None and max_label_tokens < 1:
+            raise ValueError(f"max_label_tokens must be >= 1 or None, got {max_label_tokens}")
+        self.max_label_tokens = max_label_tokens
         self.max_bucket = int(max_2d_position_embeddings) - 1
         self.use_visual = bool(use_visual)
         self.image_size = int(image_size)
@@ -217,13 +223,25 @@ class VT5Processor:
         scaled = np.asarray(page_boxes, dtype=np.float64).reshape(-1, 4) * self.box_scale
         return np.clip(scaled.astype(np.int64), 0, self.max_bucket).tolist()
 
-    def encode_answers(self, answers: Sequence[str]) -> list[list[int]]:
-        """Label ids of answers (lower-cased when `lowercase_text`), cut to `max_answer_tokens`
-        with EOS kept last."""
+    def encode_answers(
+        self, answers: Sequence[str], *, max_tokens: int | None = None
+    ) -> list[list[int]]:
+        """Label ids of answers (lower-cased when `lowercase_text`), EOS last.
+
+        Args:
+            answers: the answer strings.
+            max_tokens: cut each to this many tokens, EOS kept last (default:
+                `max_label_tokens`; `None` there too: whole answers, as the public code trains).
+
+        Returns:
+            One list of ids per answer.
+        """
         if self.lowercase_text:
             answers = [answer.lower() for answer in answers]
         encoded = self.tokenizer(list(answers), add_special_tokens=True).input_ids
-        limit = self.max_answer_tokens
+        limit = self.max_label_tokens if max_tokens is None else max_tokens
+        if limit is None:
+            return encoded
         return [ids if len(ids) <= limit else ids[: limit - 1] + [self.eos_token_id]
                 for ids in encoded]
 
@@ -331,9 +349,11 @@ class VT5Processor:
             out["pixel_values"] = torch.stack([self.load_image(row["image_path"]) for row in features])
         return out
 
-    def labels_tensor(self, answers: Sequence[str]) -> torch.Tensor:
-        """(batch, longest answer) label ids padded with -100."""
-        encoded = self.encode_answers(answers)
+    def labels_tensor(
+        self, answers: Sequence[str], *, max_tokens: int | None = None
+    ) -> torch.Tensor:
+        """(batch, longest answer) label ids padded with -100 (`encode_answers`'s cut)."""
+        encoded = self.encode_answers(answers, max_tokens=max_tokens)
         labels = torch.full((len(encoded), max(map(len, encoded))), -100, dtype=torch.long)
         for row, ids in enumerate(encoded):
             labels[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)

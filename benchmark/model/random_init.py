@@ -1,8 +1,11 @@
-"""A randomly initialised tiny VT5 with a SentencePiece tokenizer trained on given texts.
+"""Randomly initialised VT5 models: a tiny one with a tokenizer trained on given texts, and any
+shape of :data:`SHAPES` with the shipped tokenizer.
 
-The starting point of pre-training (``benchmark.pretraining``), of the speed benchmark's
-untrained model (``bench/bench.py``) and of the test suites' tiny checkpoints: each trains a
-tokenizer on its corpus, sizes a ``tiny_vt5_config`` and initialises the weights.
+The tiny one is the starting point of pre-training (``benchmark.pretraining``), of the speed
+benchmark's untrained model (``bench/bench.py``) and of the test suites' tiny checkpoints: each
+trains a tokenizer on its corpus, sizes a ``tiny_vt5_config`` and initialises the weights.
+:func:`init_checkpoint` (``pflkit model init``) writes the real VT5-base shape without a hub, so
+every real-size check runs on weights the kit makes itself.
 """
 
 from __future__ import annotations
@@ -12,6 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from benchmark.model.tokenizer import SPIECE_NAME
+
+#: Shapes ``pflkit model init`` writes: the public VT5-base (T5-base + DiT-base, 32,128 token
+#: rows, ``lm_head`` untied as the public code holds it) and the kit's tiny CPU model.
+SHAPES: tuple[str, ...] = ("vt5-base", "tiny")
+#: Token rows of the T5 vocabulary (the public checkpoint's embedding).
+T5_VOCAB_ROWS = 32128
 
 
 def random_tiny_model(
@@ -58,3 +67,43 @@ def random_tiny_model(
     if ship_spiece:
         processor = processor.with_spiece_model(tokenizer_dir)
     return model, processor
+
+
+def init_checkpoint(shape: str, out: str | Path, *, seed: int = 0) -> Path:
+    """Write a randomly initialised VT5 of a named shape with the shipped tokenizer.
+
+    Args:
+        shape: one of :data:`SHAPES`.
+        out: the checkpoint directory to write (must not exist).
+        seed: torch seed of the initialisation.
+
+    Returns:
+        The written directory.
+
+    Raises:
+        ValueError: for an unknown shape.
+        FileExistsError: if ``out`` exists.
+    """
+    import torch
+
+    from benchmark.model.loading import save_checkpoint
+    from benchmark.model.modeling_vt5 import VT5ForConditionalGeneration
+    from benchmark.model.presets import base_vt5_config, tiny_vt5_config
+    from benchmark.model.processing_vt5 import VT5Processor
+    from benchmark.model.tokenizer import load_tokenizer
+    from benchmark.shipped import BASE_MODEL_DIR
+
+    if shape not in SHAPES:
+        raise ValueError(f"unknown model shape {shape!r}; choose one of {', '.join(SHAPES)}")
+    out = Path(out)
+    if out.exists():
+        raise FileExistsError(f"{out}: already exists; choose a new directory")
+    tokenizer = load_tokenizer(BASE_MODEL_DIR)
+    if shape == "vt5-base":
+        config = base_vt5_config(vocab_size=max(T5_VOCAB_ROWS, len(tokenizer)))
+    else:
+        config = tiny_vt5_config(len(tokenizer))
+    torch.manual_seed(seed)
+    model = VT5ForConditionalGeneration(config).eval()
+    processor = VT5Processor.from_config(tokenizer, config).with_spiece_model(BASE_MODEL_DIR)
+    return save_checkpoint(model, processor, out)

@@ -83,7 +83,9 @@ def _batch(records: list[dict], step: int, recipe: PretrainingRecipe, processor:
         for ids, boxes in zip(encoded["input_ids"], encoded["input_boxes"], strict=True)
     ]
     batch = processor.collate(features, with_images=False)
-    batch["labels"] = processor.labels_tensor([e.answer for e in examples])
+    # the recipe caps its labels at the model's answer bound (pre-training's own choice)
+    batch["labels"] = processor.labels_tensor([e.answer for e in examples],
+                                              max_tokens=processor.max_answer_tokens)
     if use_visual:
         batch["pixel_values"] = pixels([e.image_path for e in examples])
     return batch

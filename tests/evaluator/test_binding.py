@@ -288,3 +288,47 @@ def test_a_detailed_log_that_does_not_describe_the_csv_is_rejected(
     assert status == "rejected"
     assert expected in reason, reason
 
+
+
+def test_an_untied_lm_head_is_sent_counted_and_bound_on_its_own(
+    settings, teams: dict, tiny_benchmark: Path, tmp_path_factory, tmp_path: Path
+) -> None:
+    """A base whose `lm_head` is its own tensor (the public code's): full fine-tuning sends it
+    beside `shared`, the official logger's column counts `shared` three times and `lm_head`
+    once, LoRA leaves it frozen, and a changed `lm_head` that no message carried is refused."""
+    from benchmark.communication_log import LM_HEAD_NAME, TOKEN_EMBEDDING_NAMES
+    from benchmark.data import load_split
+
+    rows = load_split(tiny_benchmark, "train", client=0)
+    reference = save_small_reference(rows, tmp_path_factory.mktemp("untied-reference"),
+                                     vocab_size=200, max_answer_tokens=4, tie_lm_head=False)
+    runs = {}
+    for preset in ("fedavg", "lora-nf4"):
+        result = CliRunner().invoke(train, ["--method", preset, "--data", str(tiny_benchmark),
+                                            "--out", str(tmp_path / preset), "--base",
+                                            str(reference), *TRAIN])  # fmt: skip
+        assert result.exit_code == 0, result.output
+        runs[preset] = tmp_path / preset
+    full = records(runs["fedavg"])[0]
+    assert LM_HEAD_NAME in full["parameters"] and TOKEN_EMBEDDING_NAMES[0] in full["parameters"]
+    assert not set(TOKEN_EMBEDDING_NAMES[1:]) & set(full["parameters"])
+    base = load_file(str(reference / "model.safetensors"))
+    values = sum(base[name].size for name in full["parameters"])
+    assert full["amount_of_bytes"] == 4 * values
+    assert full["official_logger_bytes"] == 4 * (values + 2 * base[TOKEN_EMBEDDING_NAMES[0]].size)
+    assert LM_HEAD_NAME not in records(runs["lora-nf4"])[0]["parameters"]
+
+    scoring = settings.model_copy(update={"data_dir": tiny_benchmark, "batch_size": 32,
+                                          "reference_model": str(reference)})  # fmt: skip
+    untied_runner = JobRunner(scoring, TaskQueue(scoring.queue, name=scoring.queue_name))
+    for preset in runs:
+        submitted = store_run(untied_runner, teams["alpha"], runs[preset])
+        assert outcome(untied_runner, submitted) == ("finished", None), preset
+    lora_model = load_file(str(runs["lora-nf4"] / "checkpoint" / "model.safetensors"))
+    lora_model[LM_HEAD_NAME] = lora_model[LM_HEAD_NAME] + np.float32(0.01)
+    moved = tmp_path / "moved.safetensors"
+    save_file(lora_model, str(moved))
+    status, reason = outcome(untied_runner, store_run(untied_runner, teams["alpha"],
+                                                      runs["lora-nf4"], model=moved))
+    assert status == "rejected"
+    assert reason.startswith(f"model: tensor {LM_HEAD_NAME} differs from the base"), reason

@@ -16,7 +16,12 @@ the kit's input construction, model classes or decoding:
 - the encoder input: T5 token embedding + spatial embedding (x/y tables summed over the four
   coordinates, LayerNorm eps 1e-12, Linear), then the projected visual tokens, mask all ones;
 - the answer: the T5 backbone's own `generate` with transformers' defaults (greedy, max_length
-  20), decoded with special tokens skipped.
+  20), decoded with special tokens skipped;
+- training (`train.py`'s `fl_train`, `build_utils.build_optimizer`): labels are the lower-cased
+  answer's ids and EOS, never truncated; the loss is the T5 backbone's on the encoder input;
+  `lm_head` is a parameter of its own (the public `HF_VT5` never re-ties its inner T5 after
+  loading); torch's `AdamW` with its default weight decay 0.01 over every parameter, the frozen
+  DiT encoder included (it gets no gradient, so no step).
 """
 
 from __future__ import annotations
@@ -26,7 +31,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 PROMPT = "question: {:s}  context: "
 PROMPT_BOX = [0, 0, 1000, 1000]
@@ -72,6 +76,65 @@ class OfficialTokenizer:
         return self.sp.decode([i for i in ids if i not in special])
 
 
+class OfficialVT5(torch.nn.Module):
+    """The public `HF_VT5`'s trained parts, under the public state dict's names.
+
+    `language_backbone` is a transformers T5 whose `lm_head` is made a parameter of its own
+    before loading (the public `HF_VT5` never re-ties it), `spatial_embedding` the x/y tables,
+    LayerNorm and matcher, `visual_embedding` the DiT encoder (frozen, as the public
+    `VisualEmbeddings(finetune=False)`) and its matcher.
+    """
+
+    def __init__(self, public_dir: Path, dit_dir: Path) -> None:
+        from transformers import BeitModel, T5Config, T5ForConditionalGeneration
+
+        super().__init__()
+        state = torch.load(public_dir / "pytorch_model.bin", weights_only=True)
+        t5 = T5ForConditionalGeneration(T5Config.from_pretrained(str(public_dir)))
+        t5.lm_head.weight = torch.nn.Parameter(t5.lm_head.weight.detach().clone())
+        self.language_backbone = t5
+        config = t5.config
+        width = config.d_model
+        self.spatial_embedding = torch.nn.Module()
+        self.spatial_embedding.x_position_embeddings = torch.nn.Embedding(1024, width)
+        self.spatial_embedding.y_position_embeddings = torch.nn.Embedding(1024, width)
+        self.spatial_embedding.LayerNorm = torch.nn.LayerNorm(width, eps=1e-12)
+        self.spatial_embedding.spatial_emb_matcher = torch.nn.Module()
+        self.spatial_embedding.spatial_emb_matcher.layers = torch.nn.ModuleList(
+            [torch.nn.Linear(width, width)])
+        self.visual_embedding = torch.nn.Module()
+        self.visual_embedding.image_model = BeitModel.from_pretrained(str(dit_dir))
+        hidden = self.visual_embedding.image_model.config.hidden_size
+        self.visual_embedding.visual_emb_matcher = torch.nn.Module()
+        self.visual_embedding.visual_emb_matcher.layers = torch.nn.ModuleList(
+            [torch.nn.Linear(hidden, hidden)])
+        ours = {k: v for k, v in state.items()
+                if not k.startswith("visual_embedding.image_model.")}
+        missing, unexpected = self.load_state_dict(ours, strict=False)
+        missing = [k for k in missing if not k.startswith("visual_embedding.image_model.")]
+        assert not unexpected and not missing, (missing, unexpected)
+        for parameter in self.visual_embedding.image_model.parameters():
+            parameter.requires_grad = False
+
+    def spatial(self, boxes: torch.Tensor) -> torch.Tensor:
+        """`SpatialEmbeddings.forward`: x/y tables summed over the four coordinates."""
+        module = self.spatial_embedding
+        summed = (module.x_position_embeddings(boxes[:, :, 0])
+                  + module.y_position_embeddings(boxes[:, :, 1])
+                  + module.x_position_embeddings(boxes[:, :, 2])
+                  + module.y_position_embeddings(boxes[:, :, 3]))
+        return module.spatial_emb_matcher.layers[0](module.LayerNorm(summed))
+
+    def embed(self, ids: torch.Tensor, boxes: torch.Tensor,
+              pixels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """`prepare_inputs_for_vqa`'s encoder input and mask (batch size 1)."""
+        semantic = self.language_backbone.shared(ids)
+        visual = self.visual_embedding.image_model(pixels).last_hidden_state
+        visual = self.visual_embedding.visual_emb_matcher.layers[0](visual)
+        embeds = torch.cat([semantic + self.spatial(boxes), visual], dim=1)
+        return embeds, torch.ones(embeds.shape[:2], dtype=torch.long)
+
+
 class OfficialPipeline:
     """The public VT5 code's forward pass and generation on a public-layout checkpoint.
 
@@ -82,26 +145,11 @@ class OfficialPipeline:
     """
 
     def __init__(self, public_dir: Path, dit_dir: Path) -> None:
-        from transformers import (
-            BeitImageProcessorPil,
-            BeitModel,
-            T5Config,
-            T5ForConditionalGeneration,
-        )
+        from transformers import BeitImageProcessorPil
 
         self.tokenizer = OfficialTokenizer(public_dir / "spiece.model")
-        state = torch.load(public_dir / "pytorch_model.bin", weights_only=True)
-        self.t5 = T5ForConditionalGeneration(T5Config.from_pretrained(str(public_dir))).eval()
-        backbone = {k.removeprefix("language_backbone."): v for k, v in state.items()
-                    if k.startswith("language_backbone.")}
-        missing, unexpected = self.t5.load_state_dict(backbone, strict=False)
-        assert not unexpected and not missing, (missing, unexpected)
-        self.spatial = {k.removeprefix("spatial_embedding."): v for k, v in state.items()
-                        if k.startswith("spatial_embedding.")}
-        self.matcher = {k.removeprefix("visual_embedding.visual_emb_matcher."): v
-                        for k, v in state.items()
-                        if k.startswith("visual_embedding.visual_emb_matcher.")}
-        self.image_model = BeitModel.from_pretrained(str(dit_dir)).eval()
+        self.model = OfficialVT5(public_dir, dit_dir).eval()
+        self.t5 = self.model.language_backbone
         self.image_processor = BeitImageProcessorPil.from_pretrained(str(dit_dir))
 
     @staticmethod
@@ -120,8 +168,8 @@ class OfficialPipeline:
             })
         return samples
 
-    def inputs(self, sample: dict) -> tuple[torch.Tensor, torch.Tensor]:
-        """Encoder input embeddings and attention mask of one sample (batch size 1)."""
+    def tensors(self, sample: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Token ids, boxes and page pixels of one sample (batch size 1)."""
         from PIL import Image
 
         input_ids = self.tokenizer.ids(PROMPT.format(sample["question"]))
@@ -138,23 +186,37 @@ class OfficialPipeline:
         boxes_tensor[0, : len(boxes)] = torch.from_numpy(boxes)
         image = Image.open(sample["image"]).convert("RGB")
         pixels = self.image_processor(images=[image], return_tensors="pt").pixel_values
-        with torch.no_grad():
-            semantic = self.t5.shared(ids_tensor)
-            spatial = self._spatial(boxes_tensor)
-            visual = self.image_model(pixels).last_hidden_state
-            visual = F.linear(visual, self.matcher["layers.0.weight"], self.matcher["layers.0.bias"])
-        embeds = torch.cat([semantic + spatial, visual], dim=1)
-        mask = torch.ones(embeds.shape[:2], dtype=torch.long)
-        return embeds, mask
+        return ids_tensor, boxes_tensor, pixels
 
-    def _spatial(self, boxes: torch.Tensor) -> torch.Tensor:
-        x, y = self.spatial["x_position_embeddings.weight"], self.spatial["y_position_embeddings.weight"]
-        summed = (F.embedding(boxes[:, :, 0], x) + F.embedding(boxes[:, :, 1], y)
-                  + F.embedding(boxes[:, :, 2], x) + F.embedding(boxes[:, :, 3], y))
-        normed = F.layer_norm(summed, summed.shape[-1:], self.spatial["LayerNorm.weight"],
-                              self.spatial["LayerNorm.bias"], eps=1e-12)
-        return F.linear(normed, self.spatial["spatial_emb_matcher.layers.0.weight"],
-                        self.spatial["spatial_emb_matcher.layers.0.bias"])
+    def inputs(self, sample: dict) -> tuple[torch.Tensor, torch.Tensor]:
+        """Encoder input embeddings and attention mask of one sample (batch size 1)."""
+        with torch.no_grad():
+            return self.model.embed(*self.tensors(sample))
+
+    def labels(self, sample: dict) -> torch.Tensor:
+        """`prepare_inputs_for_vqa`'s labels: the (only) answer's ids and EOS, untruncated."""
+        return torch.tensor([self.tokenizer.ids(sample["answers"][0]) + [1]], dtype=torch.long)
+
+    def loss(self, sample: dict) -> torch.Tensor:
+        """`VT5.forward`'s training loss of one sample, with gradients."""
+        embeds, mask = self.model.embed(*self.tensors(sample))
+        return self.model.language_backbone(inputs_embeds=embeds, attention_mask=mask,
+                                            labels=self.labels(sample)).loss
+
+    def train_steps(self, samples: list[dict], *, lr: float) -> list[float]:
+        """`fl_train`'s local loop on one provider: `build_optimizer`'s AdamW (torch's default
+        weight decay 0.01) over every parameter, one step per sample (batch size 1)."""
+        self.model.train()
+        self.model.zero_grad(set_to_none=True)
+        optimizer = torch.optim.AdamW(self.model.parameters(), lr=lr)
+        losses = []
+        for sample in samples:
+            loss = self.loss(sample)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            losses.append(float(loss.detach()))
+        return losses
 
     def answer(self, sample: dict) -> tuple[str, torch.Tensor]:
         """The official answer string and the first decoding step's logits."""

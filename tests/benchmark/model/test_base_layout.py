@@ -30,7 +30,8 @@ def _random_base_model(config) -> VT5ForConditionalGeneration:
     model = model.to_empty(device="cpu")
     model.tie_weights()  # to_empty gives every alias its own storage
     backbone = model.language_backbone
-    assert backbone.lm_head.weight is backbone.shared.weight
+    assert backbone.encoder.embed_tokens.weight is backbone.shared.weight
+    assert backbone.lm_head.weight is not backbone.shared.weight  # the public code's own head
     generator = torch.Generator().manual_seed(0)
     with torch.no_grad():
         for name, parameter in model.named_parameters():
@@ -57,7 +58,8 @@ def test_base_sized_model_round_trips_through_the_public_loading_path(
     assert "language_backbone.decoder.block.11.layer.2.DenseReluDense.wo.weight" in spec
     n_params = sum(shape.numel() if hasattr(shape, "numel") else torch.Size(shape).numel()
                    for shape, _ in spec.values())
-    assert 300e6 < n_params < 330e6  # about 316M, as the public checkpoint
+    # 311,467,776 values with one embedding, plus the public code's own lm_head (32128 x 768)
+    assert n_params == 336_142_080 == 311_467_776 + 32128 * 768
 
     model = _random_base_model(config)
     base_processor = VT5Processor.from_config(processor.tokenizer, config).with_spiece_model(

@@ -1,7 +1,8 @@
 """A public-layout VT5 checkpoint, converted, answers exactly as the official pipeline does.
 
 The checkpoint is random (the public code's layout: a T5 `config.json`, `pytorch_model.bin`
-with the tied embedding under its four names, `spiece.model`, and a DiT directory whose
+with the token embedding under its three names and an `lm_head` of its own that differs from it,
+as the public code's fine-tuning leaves it, `spiece.model`, and a DiT directory whose
 `preprocessor_config.json` asks for bilinear resizing and whose config has no mask token). The
 reference is `official_pipeline.py`, a step-by-step restatement of the starter kit's pipeline that
 shares no code with the kit's input construction or decoding. The records come from a generated
@@ -19,73 +20,15 @@ import numpy as np
 import pytest
 import torch
 
-from benchmark.communication_log import TIED_EMBEDDING_NAMES
+from benchmark.communication_log import LM_HEAD_NAME, TOKEN_EMBEDDING_NAMES
 from benchmark.data import load_split
 from benchmark.data.imdb import read_imdb, write_imdb
 from benchmark.evaluation import predict
-from benchmark.model import (
-    VT5ForConditionalGeneration,
-    VT5Processor,
-    load_model,
-    load_processor,
-    load_tokenizer,
-    save_checkpoint,
-    tiny_vt5_config,
-)
+from benchmark.model import load_model, load_processor, load_tokenizer
 from benchmark.model.checkpoint import CheckpointError
 from benchmark.model.conversion import convert_public_checkpoint
 from tests.benchmark.model.official_pipeline import EXTRA_IDS, OfficialPipeline
-
-DIT_FLAGS = {"use_mask_token": False, "use_mean_pooling": True, "image_size": 64,
-             "use_absolute_position_embeddings": True,
-             "patch_size": 16, "hidden_size": 64, "intermediate_size": 128,
-             "num_hidden_layers": 1, "num_attention_heads": 2}
-T5_SMALL = {"d_model": 64, "d_kv": 16, "d_ff": 128, "num_layers": 2, "num_decoder_layers": 2,
-            "num_heads": 4, "initializer_factor": 8.0}
-
-
-def _write_public_layout(root: Path, spiece_dir: Path) -> tuple[Path, Path]:
-    """A random VT5 saved as the public code saves it, and its DiT directory."""
-    import sentencepiece as spm
-    from safetensors.torch import load_file, save_file
-
-    n_pieces = spm.SentencePieceProcessor(model_file=str(spiece_dir / "spiece.model")).get_piece_size()
-    config = tiny_vt5_config(
-        n_pieces + EXTRA_IDS, language_config=T5_SMALL, visual_config=DIT_FLAGS,
-        spatial_embedding_dim=None, box_scale=1.0,
-    )
-    torch.manual_seed(7)
-    model = VT5ForConditionalGeneration(config).eval()
-    with torch.no_grad():  # random weights answer "" at once; damp EOS and padding
-        embedding = model.language_backbone.shared.weight
-        embedding[config.pad_token_id] = 0
-        embedding[config.eos_token_id] *= 0.5
-    staging = save_checkpoint(model, VT5Processor.from_config(load_tokenizer(spiece_dir), config)
-                              .with_spiece_model(spiece_dir), root / "kit-layout")
-    state = load_file(str(staging / "model.safetensors"))
-    for name in TIED_EMBEDDING_NAMES[1:]:
-        state[name] = state[TIED_EMBEDDING_NAMES[0]].clone()
-    public = root / "public"
-    public.mkdir()
-    torch.save(state, public / "pytorch_model.bin")
-    t5 = {**config.t5_config.to_dict(), "model_type": "t5", "max_2d_position_embeddings": 1024,
-          "architectures": ["HF_VT5"]}
-    (public / "config.json").write_text(json.dumps(t5))
-    shutil.copyfile(spiece_dir / "spiece.model", public / "spiece.model")
-    (public / "tokenizer_config.json").write_text(json.dumps({"extra_ids": EXTRA_IDS}))
-    dit = root / "dit"
-    dit.mkdir()
-    (dit / "config.json").write_text(json.dumps({"model_type": "beit", **DIT_FLAGS}))
-    (dit / "preprocessor_config.json").write_text(json.dumps({
-        "do_resize": True, "size": 64, "resample": 2, "do_center_crop": False,
-        "do_normalize": True, "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5],
-        "image_processor_type": "BeitImageProcessor",
-    }))
-    visual = {name.removeprefix("visual_embedding.image_model."): tensor
-              for name, tensor in state.items() if name.startswith("visual_embedding.image_model.")}
-    save_file(visual, str(dit / "model.safetensors"), metadata={"format": "pt"})
-    shutil.rmtree(staging)
-    return public, dit
+from tests.benchmark.model.public_layout import DIT_FLAGS, write_public_layout
 
 
 def _edge_case_split(tiny_benchmark: Path, root: Path) -> Path:
@@ -109,7 +52,7 @@ def _edge_case_split(tiny_benchmark: Path, root: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def public_checkpoint(tmp_path_factory, spiece_dir) -> tuple[Path, Path]:
-    return _write_public_layout(tmp_path_factory.mktemp("public-vt5"), spiece_dir)
+    return write_public_layout(tmp_path_factory.mktemp("public-vt5"), spiece_dir)
 
 
 def test_conversion_reads_the_public_layout_and_records_its_settings(public_checkpoint, tmp_path):
@@ -117,7 +60,8 @@ def test_conversion_reads_the_public_layout_and_records_its_settings(public_chec
     report = convert_public_checkpoint(public, tmp_path / "kit", visual_dir=dit)
     config = report.config
     assert report.weights_file == "pytorch_model.bin"
-    assert report.tied_names == list(TIED_EMBEDDING_NAMES)
+    assert report.tied_names == list(TOKEN_EMBEDDING_NAMES)
+    assert config.tie_lm_head is False and report.lm_head.startswith("differs from shared")
     assert config.lowercase_text is True and config.image_resample == "bilinear"
     assert config.max_answer_tokens == 19 and config.box_scale == 1.0
     assert config.visual_config["use_mask_token"] is False
@@ -149,14 +93,45 @@ def test_a_dit_config_that_contradicts_the_tensors_is_refused(public_checkpoint,
     assert not (tmp_path / "kit").exists()
 
 
-def test_unequal_tied_copies_and_non_tensor_bins_are_refused(public_checkpoint, tmp_path):
+def test_lm_head_is_kept_apart_from_shared_as_the_public_code_trains_it(public_checkpoint,
+                                                                       tmp_path):
+    public, dit = public_checkpoint
+    state = torch.load(public / "pytorch_model.bin", weights_only=True)
+    convert_public_checkpoint(public, tmp_path / "kit", visual_dir=dit)
+    backbone = load_model(tmp_path / "kit").language_backbone
+    assert backbone.lm_head.weight is not backbone.shared.weight
+    assert backbone.encoder.embed_tokens.weight is backbone.shared.weight
+    assert backbone.decoder.embed_tokens.weight is backbone.shared.weight
+    assert torch.equal(backbone.lm_head.weight, state[LM_HEAD_NAME])
+    assert torch.equal(backbone.shared.weight, state[TOKEN_EMBEDDING_NAMES[0]])
+    assert backbone.config.scale_decoder_outputs  # T5's tied scaling stays on, as in 4.27
+
+    equal = tmp_path / "equal"
+    shutil.copytree(public, equal)
+    torch.save({**state, LM_HEAD_NAME: state[TOKEN_EMBEDDING_NAMES[0]].clone()},
+               equal / "pytorch_model.bin")
+    report = convert_public_checkpoint(equal, tmp_path / "kit-equal", visual_dir=dit)
+    assert report.config.tie_lm_head is False and report.lm_head.startswith("equal to shared")
+    headless = tmp_path / "headless"
+    shutil.copytree(public, headless)
+    torch.save({k: v for k, v in state.items() if k != LM_HEAD_NAME},
+               headless / "pytorch_model.bin")
+    report = convert_public_checkpoint(headless, tmp_path / "kit-headless", visual_dir=dit)
+    assert report.lm_head.startswith("not in the file")
+    head = load_model(tmp_path / "kit-headless").language_backbone.lm_head.weight
+    assert torch.equal(head, state[TOKEN_EMBEDDING_NAMES[0]])
+
+
+def test_unequal_embedding_copies_and_non_tensor_bins_are_refused(public_checkpoint, tmp_path):
     public, dit = public_checkpoint
     state = torch.load(public / "pytorch_model.bin", weights_only=True)
     bad = tmp_path / "bad"
     shutil.copytree(public, bad)
-    state["language_backbone.lm_head.weight"] = state["language_backbone.lm_head.weight"] + 1
-    torch.save(state, bad / "pytorch_model.bin")
-    with pytest.raises(CheckpointError, match="lm_head.weight differs"):
+    name = "language_backbone.encoder.embed_tokens.weight"
+    torch.save({**state, name: state[name] + 1e-3}, bad / "pytorch_model.bin")
+    with pytest.raises(CheckpointError, match="encoder.embed_tokens.weight differs from "
+                       "language_backbone.shared.weight; the public VT5 code holds the T5 "
+                       "token embedding once"):
         convert_public_checkpoint(bad, tmp_path / "kit", visual_dir=dit)
     torch.save({"weights": state, "epoch": 3}, bad / "pytorch_model.bin")
     with pytest.raises(CheckpointError, match="'weights' is a dict, not a tensor"):
@@ -215,8 +190,10 @@ def test_pflkit_model_convert_prints_what_it_did_and_refuses_a_bin_of_objects(
     assert result.exit_code == 0, result.output
     assert "pytorch_model.bin" in result.output and "lowercase_text=True" in result.output
     assert "shared, encoder.embed_tokens.weight" not in result.output
-    assert "shared.weight, encoder.embed_tokens.weight, decoder.embed_tokens.weight, " \
-           "lm_head.weight: all equal" in result.output
+    assert "shared.weight, encoder.embed_tokens.weight, decoder.embed_tokens.weight: " \
+           "all equal" in result.output
+    assert "lm_head: differs from shared (trained apart by the public code); kept as its own " \
+           "tensor" in result.output
     assert load_model(tmp_path / "kit").config.image_resample == "bilinear"
 
     bad = tmp_path / "bad"

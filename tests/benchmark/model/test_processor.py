@@ -80,8 +80,20 @@ def test_box_scale_one_reproduces_the_public_checkpoint_buckets(processor):
     assert [0, 0, 0, 1] in flat.tolist() and [0, 0, 1, 1] in flat.tolist()
 
 
-def test_labels_use_the_first_answer_and_keep_eos_when_cut(processor):
+def test_labels_are_whole_answers_by_default_as_the_public_code_trains(processor):
     proc = VT5Processor(processor.tokenizer, max_answer_tokens=4)
+    answer = "INV-12345 long answer text"
+    whole = processor.tokenizer(answer).input_ids
+    assert len(whole) > 4
+    labels = proc.labels_tensor([answer, "a"])
+    assert labels[0].tolist() == whole
+    rows = [{"input_ids": [5, 1], "input_boxes": [0] * 8, "answers": [answer]}]
+    assert proc.collate(rows, with_labels=True, with_images=False)["labels"][0].tolist() == whole
+    assert proc.labels_tensor([answer], max_tokens=4).shape[1] == 4
+
+
+def test_labels_use_the_first_answer_and_keep_eos_when_cut(processor):
+    proc = VT5Processor(processor.tokenizer, max_label_tokens=4)
     labels = proc.labels_tensor(["INV-12345 long answer text", "a"])
     assert labels.shape[1] == 4
     assert labels[0, -1].item() == proc.eos_token_id
