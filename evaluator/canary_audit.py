@@ -7,8 +7,12 @@ with the identity removed from the OCR and the secret as answer, and ``question`
 invoice's own questions as drawn for training. A canary's score under an attack is how much
 more likely the submitted model finds the answers of that attack's probes than the reference
 (base) model does: the mean over the canary's probes of the answer's log-likelihood,
-submitted minus base. The scores and coins go to :func:`accountant.audit.one_run_audit`
-(Steinke, Nasr and Jagielski 2023).
+submitted minus base. The scores and coins go to :func:`accountant.audit.one_run_audit`,
+which analyses the guesses twice (Steinke, Nasr and Jagielski 2023; the f-DP test of
+Mahloujifar, Melis and Chaudhuri 2025 with Gaussian curves): ``audit_epsilon`` is the larger
+bound, the one a claim is compared with, and the report holds both (``epsilon_lower_bound``,
+``fdp_epsilon_lower_bound``) with ``verdict_analysis`` and ``verdict_note`` (what the analysis
+that decided assumes).
 
 The attack that decides (``attack``) is fixed by the organisers before any submission: trying
 both and keeping the larger bound would need a correction for the choice. The other attack's
@@ -207,7 +211,8 @@ class CanaryAudit:
             delta: the claim's delta, or None (track 1: the competition's 1e-5 is tested).
 
         Returns:
-            ``audit_epsilon`` (the lower bound), ``audit_auc``, ``audit_tpr``,
+            ``audit_epsilon`` (the verdict's lower bound: the larger of the two analyses'),
+            ``audit_auc``, ``audit_tpr``,
             ``audit_fpr``, ``audit_seconds`` and ``audit_report``; when the benchmark has no
             canaries, only ``audit_report`` saying the audit was skipped.
         """
@@ -227,7 +232,7 @@ class CanaryAudit:
         report["auc_by_attack"] = {a: roc_auc(s, included) for a, s in scores.items()}
         report["delta_source"] = "declared" if delta is not None else "default (no claim)"
         return {
-            "audit_epsilon": result.epsilon_lower_bound,
+            "audit_epsilon": result.verdict_epsilon,
             "audit_auc": result.auc,
             "audit_tpr": result.tpr_at_fpr,
             "audit_fpr": result.fpr,

@@ -327,6 +327,9 @@ def audit(run_dirs: tuple[Path, ...], data_dir: Path, base: str, attack: str,
         row = {
             "run": str(run_dir), "claimed_epsilon": epsilon, "delta": report["delta"],
             "audit_epsilon": columns["audit_epsilon"], "auc": columns["audit_auc"],
+            "snj_epsilon": report["epsilon_lower_bound"],
+            "fdp_epsilon": report["fdp_epsilon_lower_bound"],
+            "analysis": report["verdict_analysis"],
             "tpr": columns["audit_tpr"], "fpr": columns["audit_fpr"],
             "correct": report["correct"], "guesses": report["guesses"],
             "auc_by_attack": report["auc_by_attack"],
@@ -340,6 +343,7 @@ def audit(run_dirs: tuple[Path, ...], data_dir: Path, base: str, attack: str,
         verdict = " CONTRADICTED BY AUDIT" if row["contradicted"] else ""
         click.echo(
             f"{run_dir}: lower bound {row['audit_epsilon']:.3f} ({claim}, delta {row['delta']:g})"
-            f"{verdict}; AUC {row['auc']:.3f}, TPR {row['tpr']:.3f} at FPR {row['fpr']:.3f}, "
+            f"{verdict}; SNJ {row['snj_epsilon']:.3f}, f-DP (Gaussian) {row['fdp_epsilon']:.3f}"
+            f"; AUC {row['auc']:.3f}, TPR {row['tpr']:.3f} at FPR {row['fpr']:.3f}, "
             f"{row['correct']} of {row['guesses']} guesses right; {row['audit_seconds']:.1f} s"
         )

@@ -13,9 +13,15 @@ import pytest
 from tests.leaderboard.conftest import ORGANISER_TOKEN, T0, Served, start_server
 
 
-def _audit(bound: float, contradicted: bool | None) -> dict:
+def _audit(bound: float, contradicted: bool | None, snj: float | None = None) -> dict:
+    """The audit columns; with ``snj``, a report of both analyses whose f-DP bound decided
+    (reports written before issue 33 have the SNJ bound alone)."""
     report = {"epsilon_lower_bound": bound, "canaries": 100, "canaries_in": 48, "guesses": 20,
               "correct": 20, "delta": 1e-5, "attack": "secret"}  # fmt: skip
+    if snj is not None:
+        report.update(epsilon_lower_bound=snj, fdp_epsilon_lower_bound=bound, fdp_guesses=40,
+                      fdp_correct=39, verdict_epsilon=bound, verdict_analysis="fdp",
+                      verdict_note="f-DP with Gaussian curves: assumes a Gaussian-shaped curve.")  # fmt: skip
     return {"audit_epsilon": bound, "audit_auc": 0.91, "audit_tpr": 0.6, "audit_fpr": 0.1,
             "audit_seconds": 3.5, "audit_contradicted": contradicted, "audit_report": report}  # fmt: skip
 
@@ -29,7 +35,7 @@ def audited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     claim = {"anls": 0.6, "total_bytes": 1000, "delta": 1e-5, "privacy_verified": True,
              "privacy_report": {"verified": True, "accountant": {}, "log_mismatches": []}}  # fmt: skip
     plan = [
-        ("liar", "alpha", 2, {**claim, "epsilon": 1.0, **_audit(1.84, True)}),
+        ("liar", "alpha", 2, {**claim, "epsilon": 1.0, **_audit(1.84, True, snj=0.93)}),
         ("honest", "beta", 2, {**claim, "epsilon": 1.0, **_audit(0.0, False)}),
         ("open", "gamma", 1, {"anls": 0.5, "total_bytes": 10, **_audit(2.31, None)}),
         ("skipped", "delta", 1, {"anls": 0.5, "total_bytes": 10,
@@ -74,7 +80,12 @@ def test_submission_pages_show_the_audit(audited: Served) -> None:
     page = httpx.get(f"{audited.url}/leaderboard/submissions/{audited.ids['liar']}").text
     assert "&epsilon; &ge; <strong>1.840</strong>" in page
     assert "contradicted by audit" in page and "AUC 0.910" in page
+    # both analyses' bounds, and which one the verdict used with what it assumes
+    assert "Jagielski bound &epsilon; &ge; 0.930" in page
+    assert "Gaussian curves) &epsilon; &ge; 1.840 (39 of 40 guesses right)" in page
+    assert "The verdict uses the f-DP bound: f-DP with Gaussian curves" in page
     page = httpx.get(f"{audited.url}/leaderboard/submissions/{audited.ids['open']}").text
     assert "&epsilon; &ge; <strong>2.310</strong>" in page and "contradicted" not in page
+    assert "privacy-audit-analyses" not in page  # an older report: the SNJ bound alone
     page = httpx.get(f"{audited.url}/leaderboard/submissions/{audited.ids['skipped']}").text
     assert "Not audited: the benchmark has no canary providers." in page
