@@ -93,7 +93,7 @@ def embedding_rows(model: nn.Module) -> int:
 
 
 def add_denoising_rows(model: nn.Module, *, seed: int) -> DenoisingVocabulary:
-    """Append the added tokens' rows to the token embedding (and the tied output layer).
+    """Append the added tokens' rows to the token embedding and the output layer (tied or not).
 
     The new rows are the mean of the existing rows plus Gaussian noise of the existing rows'
     standard deviation, drawn from ``seed``: every party builds the same rows without a message.
@@ -115,6 +115,10 @@ def add_denoising_rows(model: nn.Module, *, seed: int) -> DenoisingVocabulary:
     noise = torch.randn(vocabulary.size, old.shape[1], generator=generator)
     with torch.no_grad():
         backbone.get_input_embeddings().weight[rows:] = mean + std * noise
+        head = backbone.get_output_embeddings().weight
+        if head is not backbone.get_input_embeddings().weight:
+            # an lm_head of its own (the public code's) gets the same new rows a tied one has
+            head[rows:] = mean + std * noise
     return vocabulary
 
 

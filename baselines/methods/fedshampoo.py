@@ -10,8 +10,9 @@ client and are never sent.
 Choices where the report leaves a value out (its Algorithm 1 and its tuned learning rate and
 clipping threshold are not in the published text):
 
-- **The embedding layer** is the tied T5 token embedding, under all four names it has in the
-  state dict (``benchmark.communication_log.TIED_EMBEDDING_NAMES``); the visual encoder stays
+- **The embedding layer** is the T5 token embedding, under all the names it has in the state
+  dict (``benchmark.communication_log.TIED_EMBEDDING_NAMES``), and ``lm_head`` with it, whether
+  tied to it (the kit's models) or a tensor of its own (the public code's); the visual encoder stays
   frozen as in every kit baseline. The box embeddings (``spatial_embedding``) are trained.
 - **Preconditioners persist** on each client from one of its rounds to its next
   (``persist_optimizer_state``; saved with the run, so ``--resume`` keeps them): the report's
@@ -35,7 +36,8 @@ from typing import Any, ClassVar
 from baselines.methods.full import VISUAL_ENCODER, FullFineTuning
 from benchmark.communication_log import TIED_EMBEDDING_NAMES
 
-#: parameter-name prefixes of the tied token embedding (shared, embed_tokens x2, lm_head).
+#: parameter-name prefixes of the token embedding (shared, embed_tokens x2) and the output layer
+#: (``lm_head``: an alias of it in a tied model, a tensor of its own in the public code's).
 TOKEN_EMBEDDING: tuple[str, ...] = tuple(
     name.removesuffix("weight") for name in TIED_EMBEDDING_NAMES
 )
