@@ -143,6 +143,9 @@ class Submission(Base):
     scoring_seconds: Mapped[float | None] = mapped_column(Float, nullable=True)
 
     total_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # What the official starter kit's logger would have counted (declared in submission.json,
+    # not checked, never ranked): the figure of the competition's published tables.
+    official_logger_total_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     bytes_up: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     bytes_down: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     rounds: Mapped[int | None] = mapped_column(Integer, nullable=True)
@@ -291,6 +294,22 @@ class SubmissionMetadata(BaseModel):
             raise ValueError(f"track must be a JSON integer, got {value!r}")
         return value
 
+    def official_logger_bytes(self) -> int | None:
+        """The declared ``official_logger_total_bytes``: what the official starter kit's logger
+        would have counted for the run (``pflkit train`` writes it), the figure of the
+        competition's published tables.
+
+        Shown beside the evaluator's own tally, never ranked and not checked, so a missing or
+        malformed value is not an error.
+
+        Returns:
+            The value when it is a JSON integer in 0 .. 2**63 - 1, else None.
+        """
+        value = (self.model_extra or {}).get("official_logger_total_bytes")
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+            return None
+        return value
+
 
 # Scores participants see: 4 decimals, as the competition published them.
 PUBLIC_DECIMALS = 4
@@ -327,6 +346,10 @@ class ResultsPublic(BaseModel):
     n_in: int | None = None
     n_out: int | None = None
     total_bytes: int | None = None
+    official_logger_total_bytes: int | None = Field(
+        default=None, description="what the official starter kit's logger would have counted "
+        "(as the published tables did), declared in submission.json: not checked, not ranked"
+    )
     bytes_up: int | None = None
     bytes_down: int | None = None
     rounds: int | None = None

@@ -263,6 +263,7 @@ class JobRunner:
         self._bind(submission_id, directory, stored_metadata, tally)
         values: dict[str, Any] = {
             "total_bytes": tally.total_bytes,
+            "official_logger_total_bytes": metadata.official_logger_bytes(),
             "bytes_up": tally.bytes_up,
             "bytes_down": tally.bytes_down,
             "rounds": len(tally.rounds),

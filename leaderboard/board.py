@@ -15,15 +15,16 @@ from leaderboard.ranking import Row, Table, TrackResult, Unranked, rank_track
 PUBLIC_DECIMALS = 4
 SCORE_FIELDS = ("anls", "anls_in", "anls_out", "accuracy", "personal_anls", "personal_anls_std",
                 "personal_worst_anls", "global_unseen_anls")  # fmt: skip
-INTEGER_COLUMNS = ("track", "rank", "total_bytes")
+INTEGER_COLUMNS = ("track", "rank", "total_bytes", "official_logger_total_bytes")
 # OWASP CSV injection: a cell starting with one of these is run as a formula by spreadsheets.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 # Columns of the CSV export (web and command line).
 CSV_COLUMNS = [
     "track", "budget", "rank", "team", "method", "anls", "anls_in", "anls_out", "accuracy",
-    "total_bytes", "epsilon", "delta", "privacy_verified", "personal_anls", "personal_anls_std",
-    "personal_worst_anls", "global_unseen_anls", "created_at", "status", "reason", "id",
+    "total_bytes", "official_logger_total_bytes", "epsilon", "delta", "privacy_verified",
+    "personal_anls", "personal_anls_std", "personal_worst_anls", "global_unseen_anls",
+    "created_at", "status", "reason", "id",
 ]  # fmt: skip
 
 

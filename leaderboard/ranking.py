@@ -51,6 +51,8 @@ class Row:
         reason: why a rejected or failed submission ended so.
         anls, anls_in, anls_out, accuracy: test scores.
         total_bytes: the evaluator's tally of the communication log, both directions.
+        official_logger_total_bytes: what the official starter kit's logger would have counted
+            (declared by the run, not checked, not ranked; the published tables' figure).
         epsilon, delta: the track-2 claim.
         privacy_verified: whether the claim passed ``accountant.verify`` and the log cross-check.
         personal_anls: track 3's mean personalised ANLS (weighted by questions).
@@ -78,6 +80,7 @@ class Row:
     anls_out: float | None = None
     accuracy: float | None = None
     total_bytes: int | None = None
+    official_logger_total_bytes: int | None = None
     epsilon: float | None = None
     delta: float | None = None
     privacy_verified: bool | None = None
@@ -105,6 +108,7 @@ class Row:
             "anls_out": self.anls_out,
             "accuracy": self.accuracy,
             "total_bytes": self.total_bytes,
+            "official_logger_total_bytes": self.official_logger_total_bytes,
             "epsilon": self.epsilon,
             "delta": self.delta,
             "privacy_verified": self.privacy_verified,

@@ -17,7 +17,8 @@ from leaderboard.ranking import Row
 
 _NAMES = (
     "id", "team", "track", "method", "status", "created_at", "reason", "anls", "anls_in",
-    "anls_out", "accuracy", "total_bytes", "epsilon", "delta", "privacy_verified",
+    "anls_out", "accuracy", "total_bytes", "official_logger_total_bytes", "epsilon", "delta",
+    "privacy_verified",
     "personal_anls", "personal_anls_std", "personal_worst_anls", "global_unseen_anls",
     "personal_clients", "audit_epsilon", "audit_contradicted", "hidden", "disqualified_reason",
 )  # fmt: skip
