@@ -13,7 +13,7 @@ Two set-ups let a submission rank without earning it, and neither shows in any o
 - **A benchmark without canaries.** The one-run audit (:mod:`evaluator.canary_audit`) needs the
   organisers' canary files; without them it cannot run. The worker logs it at start-up, the
   organiser page says it, and the track-2 page says that its claims are then checked
-  arithmetically only (:func:`track2_checks`).
+  arithmetically and by the noise floor only (:func:`track2_checks`).
 
 The worker records what it found in ``STORAGE/readiness.json`` (written atomically), which the
 pages read.
@@ -103,7 +103,9 @@ def track2_checks(canaries: bool) -> str:
         A sentence.
     """
     base = ("arithmetically (the accountant recomputes epsilon from the declaration, and the "
-            "declaration must match the log and the benchmark)")  # fmt: skip
+            "declaration must match the log and the benchmark) and by the noise floor (the "
+            "change of the communicated coordinates from the base must carry the energy of the "
+            "declared Gaussian noise)")  # fmt: skip
     if canaries:
         return (f"Claims are checked {base}, and by the one-run canary audit, which flags a "
                 "claim its lower bound contradicts.")  # fmt: skip

@@ -38,6 +38,7 @@ from evaluator.validation.binding import bind
 from evaluator.validation.checkpoint import validate_checkpoint
 from evaluator.validation.commdetails import read_details
 from evaluator.validation.commlog import CommunicationTally, declared_shape, parse_log
+from evaluator.validation.noise_floor import check_submission as check_noise_floor
 from evaluator.validation.personal import (
     check_personalisations,
     declared_frozen,
@@ -387,12 +388,33 @@ class JobRunner:
         verified, report = verify_declaration(
             declaration, tally, federation=federation_of(self.settings.data_dir)
         )
+        report["noise_floor"] = self._noise_floor(directory, tally, metadata, declaration)
         return {
             "epsilon": float(declaration.epsilon),
             "delta": float(declaration.delta),
             "privacy_verified": verified,
             "privacy_report": report,
         }
+
+
+    def _noise_floor(self, directory: Path, tally: CommunicationTally,
+                     metadata: SubmissionMetadata, declaration: Any) -> dict[str, Any]:  # fmt: skip
+        """Track 2's noise floor (:mod:`evaluator.validation.noise_floor`): the declared noise
+        must be in the communicated coordinates' change from the base.
+
+        Raises:
+            InvalidSubmission: the change carries less (or more) than the declaration implies.
+        """
+        messages = read_details(
+            directory / FILENAMES["communication_details"], tally.rows,
+            max_bytes=self.settings.max_details_bytes,
+            max_parameters=2 * self.settings.max_tensors,
+        )  # fmt: skip
+        return check_noise_floor(
+            directory / FILENAMES["model"], self.scorer.reference,
+            metadata.model_dump(mode="json"), declaration, messages,
+            data_dir=self.settings.data_dir,
+        )  # fmt: skip
 
 
 def personal_columns(result: Any) -> dict[str, Any]:

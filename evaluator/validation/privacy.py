@@ -53,11 +53,16 @@ VERIFICATION_COVERS = (
     "the accountant (RDP) recomputed epsilon from the declared noise multiplier, sampling and "
     "rounds, with the clients and providers of the benchmark the evaluator holds; the declared "
     "rounds and clients per round match the uploaded communication log; delta is at most 1/N "
-    "for the benchmark's N providers"
+    "for the benchmark's N providers; and the checkpoint carries the declared noise: the change "
+    "of the tensors the clients sent in full, from the base, has the energy that the declared "
+    "noise multiplier, clipping norm, providers and clients per round, rounds and server step "
+    "imply (the noise floor, false-alarm rate at most 1e-6 on an honest run)"
 )
 VERIFICATION_DOES_NOT_COVER = (
-    "that the submitted checkpoint was trained by the declared mechanism: the evaluator sees the "
-    "final weights, the log and the declaration, not the training"
+    "that the submitted checkpoint was trained by the declared mechanism in every respect: the "
+    "evaluator sees the final weights, the log and the declaration, not the training; a run "
+    "that adds less noise and declares a proportionally smaller server learning rate has the "
+    "declared noise energy, and tensors that travelled only as LoRA factors are not covered"
 )
 # Poisson client sampling: the log's mean clients per round may exceed the declared expected
 # count by this many standard errors before it counts as a disagreement.

@@ -74,23 +74,28 @@ def test_a_false_epsilon_1_claim_is_contradicted_and_an_honest_one_is_not(
     declaration = honest / "privacy.json"
     assert json.loads(declaration.read_text())["epsilon"] <= 1.0
     lie = {**json.loads((liar / "submission.json").read_text()), "track": 2}
-    rows = {}
-    for name, run, meta in (
-        ("honest", honest, json.loads((honest / "submission.json").read_text())),
-        ("liar", liar, lie),
-    ):
-        rows[name] = _scored(runner, store_run(runner, teams["alpha"], run, meta=meta, privacy=declaration))
-    for row in rows.values():
-        assert (row.status, row.privacy_verified, row.epsilon) == ("finished", True, 1.0)
-        assert row.audit_report["canaries"] == CANARIES
-        assert row.audit_seconds > 0
-    liar_row, honest_row = rows["liar"], rows["honest"]
-    assert liar_row.audit_epsilon > 1.0, liar_row.audit_report
-    assert liar_row.audit_contradicted is True
-    assert "contradicted by audit" in liar_row.audit_report["flag"]
-    assert liar_row.audit_auc > 0.9
+    honest_row = _scored(runner, store_run(runner, teams["alpha"], honest,
+                                           meta=json.loads((honest / "submission.json").read_text()),
+                                           privacy=declaration))  # fmt: skip
+    assert (honest_row.status, honest_row.privacy_verified, honest_row.epsilon) == (
+        "finished", True, 1.0)
+    assert honest_row.audit_report["canaries"] == CANARIES
+    assert honest_row.audit_seconds > 0
     assert honest_row.audit_epsilon <= 1.0
     assert honest_row.audit_contradicted is False
+    # Since issue 36 the liar does not reach the audit: its change lacks the declared noise.
+    liar_id = store_run(runner, teams["alpha"], liar, meta=lie, privacy=declaration)
+    runner.run(liar_id)
+    with session_scope(runner.settings.db_url) as session:
+        liar_row = crud.get_submission(session, submission_id=liar_id)
+        assert liar_row.status == "rejected" and "below the floor" in liar_row.events[-1].detail
+    # The audit on its own still contradicts the liar's claim.
+    columns = runner._audit(liar / "checkpoint" / "model.safetensors", 1.0, 1e-5)
+    assert columns["audit_report"]["canaries"] == CANARIES
+    assert columns["audit_epsilon"] > 1.0, columns["audit_report"]
+    assert columns["audit_contradicted"] is True
+    assert "contradicted by audit" in columns["audit_report"]["flag"]
+    assert columns["audit_auc"] > 0.9
 
 
 @pytest.fixture(scope="module")
