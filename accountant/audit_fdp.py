@@ -40,8 +40,10 @@ trade-off curve is Gaussian-shaped (true in the limit for DP-SGD and DP-FedAvg, 
 composition's central limit theorem); a mechanism that is (epsilon, delta)-DP but far from
 Gaussian is not covered by this test, only by the Steinke-Nasr-Jagielski bound.
 
-The claim's mu: taken as :func:`gdp_mu` of the accountant's (epsilon, delta) at the audit's
-delta (the Gaussian curve that matches the accountant there). The central-limit mu of the
+The claim's mu: taken as :func:`gdp_mu` of the claim's (epsilon, delta) at the audit's delta
+(the Gaussian curve through it). :func:`one_run_audit <accountant.audit.one_run_audit>`'s
+verdict reads the declared epsilon (verified against the RDP accountant); :func:`claim_mu`
+reads the declared mechanism (sigma, q, T) through the PLD accountant, a tighter claim. The central-limit mu of the
 composed subsampled Gaussian, :func:`clt_mu`, is given for information only: for few rounds it
 can be far from the accountant's curve.
 
@@ -313,6 +315,32 @@ def clt_mu(*, noise_multiplier: float, sample_rate: float, steps: int) -> float:
             f"need sigma > 0, 0 < q <= 1 and T >= 1, got {noise_multiplier}, {sample_rate}, {steps}"
         )
     return sample_rate * math.sqrt(steps * math.expm1(noise_multiplier**-2))
+
+
+def claim_mu(*, noise_multiplier: float, sample_rate: float, steps: int, delta: float) -> float:
+    """The mu of a declared mechanism read as a Gaussian curve: :func:`gdp_mu` of the PLD
+    accountant's epsilon at ``delta`` for ``steps`` Poisson-subsampled Gaussian steps (the
+    curve that matches the accountant at the audit's delta; exact for ``sample_rate`` 1, where
+    the composition is sqrt(T) / sigma-GDP, Dong, Roth and Su 2022, Corollary 3.3).
+
+    Args:
+        noise_multiplier: sigma, > 0.
+        sample_rate: q in (0, 1].
+        steps: T >= 1.
+        delta: the audit's delta, in (0, 1).
+
+    Returns:
+        mu.
+
+    Raises:
+        ValueError: parameters out of range.
+    """
+    from accountant.analysis.pld import compute_epsilon  # dp-accounting: loaded on use only
+
+    epsilon = compute_epsilon(
+        noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps, delta=delta
+    )
+    return gdp_mu(epsilon, delta=delta)
 
 
 def fdp_epsilon_lower_bound(

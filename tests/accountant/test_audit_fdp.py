@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 
 from accountant.audit import ANALYSES, epsilon_lower_bound, one_run_audit
 from accountant.audit_fdp import (
+    claim_mu,
     clt_mu,
     fdp_epsilon_lower_bound,
     fdp_p_value,
@@ -214,6 +215,16 @@ def test_clt_mu_is_near_the_accountant_for_many_small_steps():
     assert mu == pytest.approx(0.01 * math.sqrt(10_000 * (math.e - 1)))
     pld = compute_epsilon(noise_multiplier=1.0, sample_rate=0.01, steps=10_000, delta=1e-5)
     assert gdp_epsilon(mu, delta=1e-5) == pytest.approx(pld, rel=0.1)
+
+
+def test_claim_mu_is_exact_for_full_participation():
+    # q = 1: T Gaussian steps of noise sigma compose to exactly sqrt(T) / sigma-GDP (Dong, Roth
+    # and Su 2022, Corollary 3.3); the PLD accountant's pessimistic grid costs about 1e-6
+    for sigma, steps in [(2.3, 10), (1.0, 1), (4.0, 25)]:
+        mu = claim_mu(noise_multiplier=sigma, sample_rate=1.0, steps=steps, delta=1e-5)
+        assert mu == pytest.approx(math.sqrt(steps) / sigma, rel=1e-5)
+    # subsampling makes the claim tighter than the full-participation one
+    assert claim_mu(noise_multiplier=1.0, sample_rate=0.1, steps=10, delta=1e-5) < math.sqrt(10)
 
 
 def test_the_audit_reports_both_and_the_verdict_takes_the_larger():
