@@ -119,6 +119,7 @@ def uplink_rounds(messages: Sequence[DetailedMessage]) -> tuple[list[list[int]],
     """
     rounds: dict[int, set[int]] = {}
     names: set[str] = set()
+    carried = False
     for message in messages:
         round_, sender, _, _ = message.row
         if sender == SERVER:
@@ -130,7 +131,14 @@ def uplink_rounds(messages: Sequence[DetailedMessage]) -> tuple[list[list[int]],
                 "the noisy update is not modelled); send the updates in fp32",
             )  # fmt: skip
         rounds.setdefault(round_, set()).add(sender)
+        carried = carried or bool(message.parameters)
         names.update(name for name in message.parameters if lora_adapted_module(name) is None)
+    if rounds and not carried:
+        raise InvalidSubmission(
+            DETAILS_PART, "no client message carried a tensor: the declared noise has nowhere "
+            "to be; a track-2 run's clients send their noisy updates (the detailed log names "
+            "the tensors of each message)",
+        )  # fmt: skip
     return [sorted(rounds[r]) for r in sorted(rounds)], names
 
 
@@ -195,8 +203,8 @@ def check_submission(
         InvalidSubmission: the change lies outside the band, or the floor cannot be applied
             (server step, wire format, nothing communicated in the checkpoint).
     """
-    strategy, lr, momentum = server_step(metadata)
     clients, names = uplink_rounds(messages)
+    strategy, lr, momentum = server_step(metadata)
     if not clients:
         raise InvalidSubmission(DETAILS_PART, "no client sent an update: there is no noise to check")
     changes = tensor_changes(checkpoint, reference, names, len(clients))
