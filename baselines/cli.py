@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from baselines.config import TrainConfig
 
 #: options whose value may differ when a run is resumed.
-RESUMABLE_CHANGES = frozenset({"rounds", "val_limit", "eval_batch_size"})
+RESUMABLE_CHANGES = frozenset({"rounds", "val_limit", "eval_batch_size", "device"})
 
 
 #: the value of a comma-separated option that names nothing (``--fully-trained none``)
@@ -90,6 +90,14 @@ def _registry_options() -> list[click.Parameter]:
 @click.option("--val-limit", type=int,
               help="Evaluate on the first N validation questions after each round (0: skip).")
 @click.option("--eval-batch-size", type=int, help="Validation batch size.")
+@click.option("--device", type=str, default=None,
+              help="auto (CUDA when torch sees a GPU, else the CPU; the default), cpu, cuda or "
+              "cuda:N. Logs, messages and the checkpoint are the same on every device; "
+              "--resume may change it.")
+@click.option("--precision", type=click.Choice(["fp32", "bf16"]), default=None,
+              help="fp32 (default), or bf16 autocast around the local forward passes.")
+@click.option("--gradient-checkpointing/--no-gradient-checkpointing", default=None,
+              help="Recompute the T5 blocks' activations in the backward pass (less memory).")
 @click.option("--threads", type=int,
               help="CPU threads of torch (1 is fastest for small models on a busy machine).")
 @click.option("--resume", is_flag=True, help="Continue the run in --out from its last completed round.")
@@ -200,7 +208,9 @@ def train(
             raise ValueError(
                 f"{out_dir} is not empty: pass --resume to continue that run or choose a new --out"
             )
-        if engine != "in-process":
+        if engine == "in-process":
+            device = _training_device(config.device)
+        else:
             _train_on_flower(config, run_dir, data_dir=data_dir, base=base, resume=resume,
                              federation=federation, on_failure=on_failure,
                              num_clients=num_clients, simulation=engine == "flower-simulation")
@@ -217,10 +227,22 @@ def train(
     except (ValueError, FileNotFoundError) as error:
         raise click.ClickException(str(error)) from error
     run_dir.write_config(
-        {"config": config.to_dict(), "data": str(Path(data_dir).resolve()), "base": base}
+        {"config": config.to_dict(), "data": str(Path(data_dir).resolve()), "base": base,
+         "device": str(device)}
     )
     summary = simulation.run(resume=resume)
     click.echo(json.dumps(simulation.run_record(summary), indent=2))
+
+
+def _training_device(requested: str) -> Any:
+    """The device ``--device`` names on this machine, or a usage error saying why not."""
+    from benchmark.model.device import resolve_device
+
+    try:
+        return resolve_device(requested)
+    except ValueError as error:
+        raise click.BadParameter(str(error).removeprefix(f"--device {requested}: "),
+                                 param_hint="--device") from None
 
 
 def _train_on_flower(config: TrainConfig, run_dir: Any, *, data_dir: str, base: str,

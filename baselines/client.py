@@ -31,6 +31,7 @@ from baselines.parameters import (
     select_communicated,
     set_values,
 )
+from baselines.placement import place_model
 from baselines.wire import EncodedMessage, WireCodec
 
 if TYPE_CHECKING:
@@ -104,6 +105,8 @@ def build_trainer(config: TrainConfig, task: FederatedTask, *, progress: bool,
         ),
         progress=progress,
         length_column=task.length_column,
+        precision=config.precision,
+        prefetch=task.prefetch,
     )
 
 
@@ -157,7 +160,7 @@ class FederatedClient:
             clients: the client ids this party runs.
             progress: show per-client progress bars.
         """
-        model = method.prepare(task.build_model(), seed=config.seed)
+        model = place_model(method.prepare(task.build_model(), seed=config.seed), config)
         return cls(
             seed=config.seed, method=method, model=model,
             parameters=select_communicated(model, prefix=method.prefix),

@@ -69,6 +69,8 @@ class ClientJob:
     seed: int
     state: dict[str, torch.Tensor] = field(default_factory=dict)
     loss: LossHook | None = None
+    _start_on_device: tuple[torch.device, dict[str, torch.Tensor]] | None = field(
+        default=None, repr=False)
 
     def reset(self) -> None:
         """Load the round's starting weights back into the model."""
@@ -101,6 +103,16 @@ class ClientJob:
         """Current communicated values minus the starting weights."""
         current = get_values(self.model, self.parameters)
         return {name: current[name] - self.start_weights[name] for name in self.parameters.names}
+
+    def start_weights_on(self, device: torch.device) -> Mapping[str, torch.Tensor]:
+        """The starting weights on the device the model trains on, for a loss term (copied once
+        per job; on the CPU they are the received tensors themselves)."""
+        if device.type == "cpu":
+            return self.start_weights
+        if self._start_on_device is None or self._start_on_device[0] != device:
+            moved = {name: value.to(device) for name, value in self.start_weights.items()}
+            self._start_on_device = (device, moved)
+        return self._start_on_device[1]
 
     def live_parameters(self) -> dict[str, torch.Tensor]:
         """The model's communicated parameters by canonical name, live (for a loss term)."""

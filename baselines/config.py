@@ -22,6 +22,7 @@ from baselines.optimizers import OPTIMIZERS, Optimizer
 from baselines.options import OptionSpec, build_options, option_specs
 from baselines.strategies import STRATEGIES, Strategy, StrategyConfig
 from baselines.wire import CODECS, WireCodec, get_codec
+from benchmark.model.device import PRECISIONS, check_device_name
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,14 @@ class TrainConfig:
         seed: the run's seed (sampling, shuffling, adapters).
         val_limit: evaluate on the first N validation questions (``None``: all; 0: skip).
         eval_batch_size: batch size of validation.
+        device: where clients train and the global model is evaluated: ``auto`` (CUDA when
+            torch sees a GPU, else the CPU; each node of a deployed federation resolves it on
+            its own machine), ``cpu``, ``cuda`` or ``cuda:N``. What crosses the wire, the logs
+            and the checkpoint are the same on every device (fp32 on the CPU).
+        precision: ``fp32``, or ``bf16``: ``torch.autocast`` around the local forward passes
+            (weights, optimiser state and messages stay fp32).
+        gradient_checkpointing: recompute the T5 blocks' activations in the backward pass
+            instead of keeping them (less memory, about a third more compute).
         options: option key -> value for the method, strategy and optimiser (a key left out
             keeps the component's default; ``pflkit train --help`` lists every key as a flag).
 
@@ -64,6 +73,9 @@ class TrainConfig:
     seed: int = 0
     val_limit: int | None = None
     eval_batch_size: int = 32
+    device: str = "auto"
+    precision: str = "fp32"
+    gradient_checkpointing: bool = False
     options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -82,6 +94,9 @@ class TrainConfig:
             raise ValueError(f"max_grad_norm must be > 0, got {self.max_grad_norm}")
         if self.val_limit is not None and self.val_limit < 0:
             raise ValueError(f"val_limit must be >= 0, got {self.val_limit}")
+        check_device_name(self.device)
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision {self.precision!r}: use one of {', '.join(PRECISIONS)}")
         specs = self.option_specs()
         foreign = sorted(set(self.options) - set(specs))
         if foreign:

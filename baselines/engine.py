@@ -38,6 +38,7 @@ from baselines.communication import SERVER, Channel, CommunicationLog
 from baselines.config import TrainConfig
 from baselines.methods import Method
 from baselines.parameters import get_values, select_communicated, set_values
+from baselines.placement import place_model
 from baselines.run_directory import RunDirectory, RunState
 from baselines.server import FederatedServer
 from baselines.submission import write_submission
@@ -117,7 +118,8 @@ class FederatedSimulation:
         self.server = FederatedServer(config.build_strategy(), self.channel,
                                       num_clients=task.num_clients, seed=config.seed)
         self.strategy = self.server.strategy
-        self.model = self.method.prepare(task.build_model(), seed=config.seed)
+        self.model = place_model(self.method.prepare(task.build_model(), seed=config.seed),
+                                 config)
         self.parameters = select_communicated(self.model, prefix=self.method.prefix)
         self.trainer = build_trainer(config, task, progress=progress, private=self.method.private)
         #: client id -> the method's state for that client (saved with every round).
@@ -255,7 +257,7 @@ class FederatedSimulation:
         if not 0 <= client < self.task.num_clients:
             raise ValueError(f"client {client} is not in 0..{self.task.num_clients - 1}")
         return self.method.personal_model(
-            copy.deepcopy(self.model), self.client_states.get(client, {})
+            copy.deepcopy(self.model).cpu(), self.client_states.get(client, {})
         )
 
     def _personalise(self, weights: dict[str, torch.Tensor], done: list[int],

@@ -7,13 +7,20 @@ Three hooks make it extensible without editing it: an optimiser factory (AdamW b
 the optimiser step (gradient clipping of any kind: :func:`clip_grad_norm`, the element-wise
 :func:`clip_grad_value`, or both with :func:`chain_step_hooks`). A caller that keeps a client's
 optimiser state across rounds passes it to :meth:`LocalTrainer.train` (``optimizer_state``).
+
+The loop runs on the device the model's parameters are on (:mod:`baselines.placement` puts them
+there): each batch is moved to it, and the forward pass and loss run under autocast at the
+trainer's precision (fp32: no autocast). With ``prefetch``, the next batch is collated (page
+images decoded and resized) in a background thread while the model trains on the current one;
+the batches and their order are the same, so a run's result is too.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +29,7 @@ from torch import nn
 
 from baselines.optimizers.adamw import AdamW, AdamWOptions
 from baselines.optimizers.state import import_state, save_into
+from benchmark.model.device import PRECISIONS, autocast
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -142,10 +150,13 @@ class LocalTrainer:
         length_column: a dataset column with each row's input length; when given, every shuffled
             chunk of 32 batches is sorted by length before it is cut into batches, so batches
             hold rows of similar length and little padding is computed.
+        precision: ``fp32``, or ``bf16`` autocast around the forward pass and loss.
+        prefetch: collate the next batch in a background thread during the current step (the
+            collate must draw no torch random numbers: ``FederatedTask.prefetch``).
 
     Raises:
-        ValueError: for epochs or batch size < 1, a learning rate <= 0, or both an optimiser
-            and a learning rate.
+        ValueError: for epochs or batch size < 1, a learning rate <= 0, both an optimiser and a
+            learning rate, or an unknown precision.
     """
 
     def __init__(
@@ -160,6 +171,8 @@ class LocalTrainer:
         step_hook: StepHook | None = None,
         progress: bool = False,
         length_column: str | None = None,
+        precision: str = "fp32",
+        prefetch: bool = False,
     ) -> None:
         if epochs < 1 or batch_size < 1 or (lr is not None and not lr > 0):
             raise ValueError(
@@ -175,6 +188,10 @@ class LocalTrainer:
         self.step_hook = step_hook
         self.progress = progress
         self.length_column = length_column
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision {precision!r}: use one of {', '.join(PRECISIONS)}")
+        self.precision = precision
+        self.prefetch = prefetch
         self.description = ""
 
     def train(
@@ -225,11 +242,15 @@ class LocalTrainer:
             unit="step",
         )
         lengths = dataset[self.length_column] if self.length_column else None
+        device = next(model.parameters()).device
         for _ in range(epochs):
-            for indices in self._batches(n, lengths, generator):
-                batch = self.collate(list(dataset.select(indices)))
-                outputs = model(**batch)
-                value = outputs.loss if loss is None else loss(batch, outputs)
+            batches = self._batches(n, lengths, generator)
+            for batch in self._collated(dataset, batches):
+                batch = {key: value.to(device) if isinstance(value, torch.Tensor) else value
+                         for key, value in batch.items()}
+                with autocast(device, self.precision):
+                    outputs = model(**batch)
+                    value = outputs.loss if loss is None else loss(batch, outputs)
                 optimizer.zero_grad(set_to_none=True)
                 value.backward()
                 if self.step_hook is not None:
@@ -249,6 +270,26 @@ class LocalTrainer:
             loss=total_loss / max(steps, 1),
             seconds=time.perf_counter() - start,
         )
+
+    def _collated(self, dataset: Dataset,
+                  batches: list[list[int]]) -> Iterator[dict[str, torch.Tensor]]:
+        """The collated batches in order; with ``prefetch`` the next one is collated in a
+        background thread while the caller trains on the current one."""
+        if not self.prefetch or len(batches) < 2:
+            for indices in batches:
+                yield self._collate_rows(dataset, indices)
+            return
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="collate") as pool:
+            pending = pool.submit(self._collate_rows, dataset, batches[0])
+            for following in [*batches[1:], None]:
+                batch = pending.result()
+                if following is not None:
+                    pending = pool.submit(self._collate_rows, dataset, following)
+                yield batch
+
+    def _collate_rows(self, dataset: Dataset, indices: list[int]) -> dict[str, torch.Tensor]:
+        """One batch of rows, collated."""
+        return self.collate(list(dataset.select(indices)))
 
     def _batches(
         self, n: int, lengths: Sequence[int] | None, generator: torch.Generator

@@ -127,17 +127,18 @@ def parameter_map(model: nn.Module, spec: CommunicatedParameters) -> dict[str, t
 
 
 def get_values(model: nn.Module, spec: CommunicatedParameters) -> dict[str, torch.Tensor]:
-    """Copy the current values of the communicated tensors out of a model (fp32, detached).
+    """Copy the current values of the communicated tensors out of a model (fp32, detached, on
+    the CPU whatever device the model trains on: what the wire and the logs carry).
 
     Args:
         model: the model to read.
         spec: the communicated set.
 
     Returns:
-        Canonical name -> a float32 copy of the tensor.
+        Canonical name -> a float32 CPU copy of the tensor.
     """
     return {
-        name: tensor.detach().to(torch.float32).clone()
+        name: tensor.detach().to(device="cpu", dtype=torch.float32, copy=True)
         for name, tensor in parameter_map(model, spec).items()
     }
 

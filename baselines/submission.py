@@ -57,7 +57,8 @@ def write_submission(
     Returns:
         The content written to ``submission.json``.
     """
-    exported = method.export(copy.deepcopy(model))
+    # exported from a CPU copy: the checkpoint is the same fp32 file whatever device trained
+    exported = method.export(copy.deepcopy(model).cpu())
     tmp = Path(tempfile.mkdtemp(dir=run_dir.path, prefix=".checkpoint."))
     try:
         save_model(exported, tmp)

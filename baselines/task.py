@@ -29,6 +29,8 @@ class FederatedTask:
         info: free description for ``submission.json`` (data dir, base checkpoint, ...).
         length_column: a column of the client datasets with each row's input length (batches are
             grouped by it to save padding), or ``None``.
+        prefetch: ``collate`` may run in a background thread, ahead of the model (it draws no
+            torch random numbers, so running it beside the forward passes changes nothing).
     """
 
     build_model: Callable[[], nn.Module]
@@ -38,6 +40,7 @@ class FederatedTask:
     save_model: Callable[[nn.Module, Path], None]
     info: dict[str, Any] = field(default_factory=dict)
     length_column: str | None = None
+    prefetch: bool = True
 
     @property
     def num_clients(self) -> int:

@@ -89,6 +89,7 @@ def build_pretraining_task(data_dir: str | Path, base: str | Path, *,
         info={**(info or {}), "pages": [len(p) for p in pages],
               "added_tokens": vocabulary.size},
         length_column="n_words",
+        prefetch=False,  # the collate draws its masking from torch's generator, as dropout does
     )
 
 

@@ -135,10 +135,11 @@ def augmented_loss(loss: torch.Tensor, live: Mapping[str, torch.Tensor],
     """
     total = loss
     for name, weight in live.items():
+        centre = start[name].to(weight.device)  # a no-op when the caller moved it already
         if name in dual:
-            total = total - (dual[name] * (weight.float() - start[name])).sum()
+            total = total - (dual[name].to(weight.device) * (weight.float() - centre)).sum()
         if alpha > 0:
-            total = total + 0.5 * alpha * (weight.float() - start[name]).pow(2).sum()
+            total = total + 0.5 * alpha * (weight.float() - centre).pow(2).sum()
     return total
 
 
@@ -196,8 +197,9 @@ class DPCLGECL(DPFedAvg):
         dual = _entries(job.state, DUAL)
         if not dual and self.alpha == 0:
             return outputs.loss
-        return augmented_loss(outputs.loss, job.live_parameters(), job.start_weights, dual,
-                              self.alpha)
+        live = job.live_parameters()
+        start = job.start_weights_on(next(iter(live.values())).device)
+        return augmented_loss(outputs.loss, live, start, dual, self.alpha)
 
     def describe(self) -> dict[str, Any]:
         """The DP description plus alpha."""

@@ -165,10 +165,11 @@ class DPFedAvg(Method):
             The clipped sum, each provider's training loss, the local steps in all and each
             provider's update norm before clipping.
         """
-        start = {name: job.start_weights[name] for name in job.parameters.names}
-        streamed = self.options.provider_path == "streamed"
-        accumulator = ClippedSum(start, self._plan().clipping_norm) if streamed else None
         live = job.live_parameters()
+        on_device = job.start_weights_on(next(iter(live.values())).device)
+        streamed = self.options.provider_path == "streamed"
+        start = {name: on_device[name] for name in job.parameters.names}
+        accumulator = ClippedSum(start, self._plan().clipping_norm) if streamed else None
         updates, losses, steps = [], [], 0
         for rows in sampled.values():
             job.reset()
@@ -183,7 +184,8 @@ class DPFedAvg(Method):
         if accumulator is not None:
             return accumulator.total, losses, steps, accumulator.norms
         norms = [update_norm(update) for update in updates]
-        total = sum_clipped(updates, self._plan().clipping_norm, like=start)
+        like = {name: job.start_weights[name] for name in job.parameters.names}
+        total = sum_clipped(updates, self._plan().clipping_norm, like=like)
         return total, losses, steps, norms
 
     def compute_update(self, job: ClientJob) -> ClientUpdate:
@@ -197,13 +199,15 @@ class DPFedAvg(Method):
             "steps": float(steps),
             **noise_to_signal(total, norms, plan),
         }
+        device = next(iter(total.values())).device
         delta = noisy_mean(
             total,
             clipping_norm=plan.clipping_norm,
             noise_multiplier=plan.noise_multiplier,
             expected_providers=plan.providers_per_round,
-            generator=_generator(job.seed, _NOISE_STREAM),
+            generator=_generator(job.seed, _NOISE_STREAM, device),
         )
+        delta = {name: value.to("cpu") for name, value in delta.items()}  # the wire's side
         return ClientUpdate(delta, num_examples=plan.providers_per_round, metrics=metrics)
 
     def inference_model(self, model: nn.Module) -> nn.Module:
@@ -268,7 +272,13 @@ def noise_to_signal(total: Mapping[str, torch.Tensor], norms: list[float],
     }
 
 
-def _generator(seed: int, stream: int) -> torch.Generator:
-    """An independent torch generator per (client seed, purpose)."""
+def _generator(seed: int, stream: int,
+               device: torch.device | str = "cpu") -> torch.Generator:
+    """An independent torch generator per (client seed, purpose), on the device that draws.
+
+    The seed derives from the run's recorded seed, the round and the client
+    (:func:`baselines.client.client_seed`), so a run's noise is reproducible on one device; a
+    CUDA generator draws other numbers than the CPU one from the same seed (same distribution).
+    """
     state = np.random.SeedSequence([seed, stream]).generate_state(2, dtype=np.uint32)
-    return torch.Generator().manual_seed(int(state[0]) << 32 | int(state[1]))
+    return torch.Generator(device=device).manual_seed(int(state[0]) << 32 | int(state[1]))

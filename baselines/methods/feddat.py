@@ -227,7 +227,7 @@ class FedDAT(LoRA):
         finally:
             self._activate(job.model, [SHARED], communicated)
         job.state.clear()
-        job.state.update({name: p.detach().clone() for name, p in local.items()})
+        job.state.update({name: p.detach().to("cpu", copy=True) for name, p in local.items()})
 
     def compute_update(self, job: ClientJob) -> ClientUpdate:
         """One round of FedDAT local training; only the shared adapter's delta is sent."""

@@ -75,9 +75,8 @@ class FedProx(FullFineTuning):
         if self.mu == 0:
             return outputs.loss
         live = job.live_parameters()
-        proximal = sum(
-            (live[name].float() - job.start_weights[name]).pow(2).sum() for name in live
-        )
+        start = job.start_weights_on(next(iter(live.values())).device)
+        proximal = sum((live[name].float() - start[name]).pow(2).sum() for name in live)
         return outputs.loss + 0.5 * self.mu * proximal
 
     def describe(self) -> dict[str, Any]:

@@ -108,10 +108,10 @@ def add_gaussian_noise(
         total: name -> tensor (the clipped sum).
         std: noise standard deviation, ``sigma * S`` (>= 0).
         generator: the source of randomness (seeded in simulation; a real deployment should
-            draw from a cryptographically secure source).
+            draw from a cryptographically secure source), on the tensors' device.
 
     Returns:
-        name -> noisy tensor (float32).
+        name -> noisy tensor (float32), on the tensors' device.
 
     Raises:
         ValueError: for a negative standard deviation.
@@ -119,7 +119,8 @@ def add_gaussian_noise(
     if not std >= 0:
         raise ValueError(f"noise standard deviation must be >= 0, got {std!r}")
     return {
-        name: t.float() + std * torch.randn(t.shape, generator=generator, dtype=torch.float32)
+        name: t.float() + std * torch.randn(t.shape, generator=generator, dtype=torch.float32,
+                                            device=t.device)
         for name, t in total.items()
     }
 

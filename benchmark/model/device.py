@@ -1,7 +1,7 @@
 """Where a model runs and at which precision: one place for `--device` and `--precision`.
 
-`pflkit evaluate` and the scoring worker (`pflkit worker`) take the same two options; `pflkit
-train` runs on the CPU (its engine has no device handling yet). The default
+`pflkit evaluate`, the scoring worker (`pflkit worker`) and `pflkit train` take the same two
+options (training: `baselines.placement`). The default
 device is CUDA when torch sees a GPU, else the CPU; the default precision is fp32, which gives
 the same answers on every device up to float rounding. bf16 is `torch.autocast` around the
 forward passes (weights stay fp32): faster on GPUs with bf16 units, not bit-compatible.
@@ -16,6 +16,24 @@ import torch
 
 AUTO = "auto"
 PRECISIONS = ("fp32", "bf16")
+
+
+def check_device_name(requested: str) -> None:
+    """Refuse a `--device` value that names no device (availability is checked at run time).
+
+    Raises:
+        ValueError: for a name other than auto, cpu, cuda or cuda:N.
+    """
+    if requested == AUTO:
+        return
+    try:
+        device = torch.device(requested)
+    except (RuntimeError, TypeError):
+        raise ValueError(
+            f"--device {requested}: not a device name; use auto, cpu, cuda or cuda:N"
+        ) from None
+    if device.type not in ("cpu", "cuda"):
+        raise ValueError(f"--device {requested}: only cpu and cuda devices are supported")
 
 
 def resolve_device(requested: str | None = None) -> torch.device:
