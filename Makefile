@@ -13,7 +13,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup constraints constraints-flower flower-setup demo test test-flower test-slow lint bench bench-dp bench-audit bench-device bench-api-fuzz clean
+.PHONY: setup constraints constraints-flower flower-setup demo test test-flower test-slow lint bench bench-dp bench-audit bench-device bench-train bench-api-fuzz clean
 
 setup: $(STAMP)
 
@@ -114,6 +114,18 @@ $(DP_BENCH_DATA)/benchmark.json: | setup
 # split and a random model of the real VT5-base shape: needs a GPU, refuses without one.
 bench-device: setup $(BENCH_DATA)/benchmark.json
 	$(BIN)/python -m bench.devicebench --data $(BENCH_DATA) --out .bench/devicebench.json
+
+# One client's local round per preset and training setting (fp32, bf16, gradient checkpointing,
+# 8-bit AdamW) through the kit's client path: seconds, examples per second, peak memory, on the
+# real VT5-base shape (`pflkit model init --shape vt5-base`); TRAIN_DEVICE=cuda on a GPU machine.
+TRAIN_DEVICE ?= auto
+bench-train: setup $(BENCH_DATA)/benchmark.json .bench/vt5-base/config.json
+	$(BIN)/python -m bench.trainbench --data $(BENCH_DATA) --base .bench/vt5-base \
+		--device $(TRAIN_DEVICE) --settings fp32,bf16,bf16+gc,bf16+gc+8bit \
+		--presets fedavg,lora-qv-r6,dp-lora --providers 2 --out .bench/trainbench.json
+
+.bench/vt5-base/config.json: | setup
+	$(BIN)/pflkit model init --shape vt5-base --out .bench/vt5-base
 
 # The privacy audit on `mini` with 100 canaries of 10 invoices (AUDIT_SEED draws the benchmark
 # and its coins): non-private FedAvg on every client for 3 rounds of 3 epochs, DP-LoRA at
