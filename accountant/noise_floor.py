@@ -31,10 +31,15 @@ freedom.
 **Signal.** ``A = sum_t a_t S_t`` is *not* independent of ``N``: a later round trains from a
 model that holds the earlier rounds' noise, and nothing stops its update from pointing against
 it. So we do not assume independence; we bound ``A`` in norm, whatever its direction:
-``||A|| <= B = S sum_t a_t K_t`` with ``K_t`` the most providers the round's clients can sample
-(fixed sampling: ``m`` per client; Poisson: every provider the client holds, a sure bound
-taken from the benchmark's ``data_points.json``). The triangle inequality then gives, for every
-outcome,
+``||A|| <= B = S sum_t a_t K_t`` with ``K_t`` the providers the round's clients sampled.
+With fixed sampling ``K_t = m M_t``. With Poisson sampling every provider of every client of
+every round is included independently at the declared rate ``q = m / N`` (``N`` the fewest
+providers at a client, from the benchmark), so ``sum_t K_t`` is Binomial(``n``, q) with ``n``
+the providers the round's clients hold, summed over rounds (``data_points.json``), and
+``sum_t a_t K_t <= max_t a_t sum_t K_t <= max_t a_t k`` with ``k`` its ``1 - alpha_K`` quantile,
+except with probability ``alpha_K``; the sure bound (every provider sampled) is used when it is
+smaller. The triangle inequality then gives, for every outcome of the noise (and, under
+Poisson sampling, every outcome of the sampling but a set of probability ``alpha_K``),
 
     ||N|| - B - R  <=  ||delta||  <=  ||N|| + B + R,
 
@@ -51,7 +56,8 @@ selection", Ann. Statist. 28(5), Lemma 1): for ``X ~ chi^2_d`` and ``x > 0``,
     ceiling = (sqrt(v (d + 2 sqrt(d x) + 2 x)) + B + R)^2,
 
 and a run of the declared mechanism has ``||delta||^2 < floor`` (or ``> ceiling``) with
-probability at most ``alpha``: no assumption on the data, the training or the signal beyond the
+probability at most ``alpha`` (plus ``alpha_K``; the evaluator splits one budget between
+them): no assumption on the data, the training or the signal beyond the
 clipping, only that the declared noise was drawn and added as above.
 
 **Why a ceiling and per-tensor bands.** The server learning rate ``eta`` scales noise and
@@ -69,7 +75,7 @@ optimisers (FedAdam, FedYogi) are not linear in the noise and have no floor here
 lossy uplink (NF4), whose quantisation of the noisy update is not modelled. Coordinates that
 travel only as LoRA factors are not in the merged checkpoint as such and are not covered.
 
-Imports nothing of the kit (numbers in, numbers out).
+Imports nothing of the kit but scipy (numbers in, numbers out).
 """
 
 from __future__ import annotations
@@ -91,9 +97,12 @@ class NoisyRounds:
         clipping_norm: S.
         providers_per_round: m, the constant the noisy sum is divided by.
         clients: M_t, the clients whose updates the server averaged in each round.
-        max_providers: K_t, the most providers those clients can have sampled in each round.
+        max_providers: K_t, the most providers those clients can have sampled in each round
+            (a sure bound).
         server_lr: eta.
         server_momentum: beta (FedAvgM; 0 for FedAvg).
+        providers_total: a bound on ``sum_t K_t`` that holds with high probability (Poisson
+            sampling: :func:`binomial_bound`), or None; the smaller signal bound is used.
     """
 
     noise_multiplier: float
@@ -103,6 +112,7 @@ class NoisyRounds:
     max_providers: Sequence[int]
     server_lr: float
     server_momentum: float = 0.0
+    providers_total: int | None = None
 
     def __post_init__(self) -> None:
         if len(self.clients) != len(self.max_providers) or not self.clients:
@@ -129,10 +139,34 @@ class NoisyRounds:
                                                               strict=True))  # fmt: skip
 
     def signal_bound(self) -> float:
-        """``B``: the largest norm the clipped updates can add to the final change."""
-        return self.clipping_norm * sum(
-            a * k for a, k in zip(self.step_weights(), self.max_providers, strict=True)
+        """``B``: the largest norm the clipped updates can add to the final change (the smaller
+        of the sure bound and, when given, the high-probability one)."""
+        weights = self.step_weights()
+        sure = self.clipping_norm * sum(
+            a * k for a, k in zip(weights, self.max_providers, strict=True)
         )
+        if self.providers_total is None:
+            return sure
+        return min(sure, self.clipping_norm * max(weights) * self.providers_total)
+
+
+def binomial_bound(trials: int, rate: float, alpha: float) -> int:
+    """The ``1 - alpha`` quantile of Binomial(``trials``, ``rate``): the most providers Poisson
+    sampling includes in ``trials`` independent draws, except with probability ``alpha``.
+
+    Args:
+        trials: n >= 0.
+        rate: q in [0, 1].
+        alpha: in (0, 1).
+
+    Returns:
+        k with P(Binomial(n, q) > k) <= alpha.
+    """
+    from scipy.stats import binom
+
+    if trials == 0 or rate <= 0:
+        return 0
+    return int(binom.ppf(1 - alpha, trials, min(rate, 1.0)))
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,10 @@ benchmark knows better:
   in the merged weight); a submission none of whose communicated tensors is in the checkpoint
   is refused (nothing to check).
 - **Rounds.** ``M_t``: the clients that sent an uplink message in each round of the log.
-- **Mechanism.** sigma, S, m and the sampling from the verified ``privacy.json``; ``K_t`` from
-  the benchmark's ``data_points.json`` (Poisson sampling: every provider of each of the round's
-  clients; fixed: m per client).
+- **Mechanism.** sigma, S, m and the sampling from the verified ``privacy.json``; the sampled
+  providers from the benchmark's ``data_points.json`` (fixed sampling: m per client; Poisson:
+  at most every provider of each of the round's clients, and in all rounds together at most the
+  binomial quantile at the rate m / N of the benchmark's fewest N, with half of ``alpha``).
 - **Server step.** ``submission.json``'s ``server`` (``{"strategy", "lr", "momentum"}``, written
   by ``pflkit train``): a linear step (``fedavg`` or ``fedavgm``) is required, since an
   adaptive server optimiser transforms the noise non-linearly and has no floor here.
@@ -37,6 +38,7 @@ from accountant.noise_floor import (
     NoiseFloorVerdict,
     NoisyRounds,
     TensorChange,
+    binomial_bound,
     check_noise_floor,
 )
 from benchmark.communication_log import SERVER, lora_adapted_module
@@ -219,11 +221,18 @@ def check_submission(
     fixed = declaration.sampling == "fixed"
     most = [sum(per_client if fixed else providers.get(c, per_client) for c in round_clients)
             for round_clients in clients]  # fmt: skip
+    total, budget = None, alpha
+    if not fixed and providers:
+        # Poisson: each provider at rate m / N (N the benchmark's fewest), independently; half
+        # the false-alarm budget goes to this bound, half to the energy bands.
+        rate = per_client / min(providers.values())
+        total = binomial_bound(sum(most), rate, alpha / 2)
+        alpha = alpha / 2
     rounds = NoisyRounds(
         noise_multiplier=float(declaration.noise_multiplier),
         clipping_norm=float(declaration.clipping_norm), providers_per_round=per_client,
         clients=[len(c) for c in clients], max_providers=most,
-        server_lr=lr, server_momentum=momentum,
+        server_lr=lr, server_momentum=momentum, providers_total=total,
     )  # fmt: skip
     verdict: NoiseFloorVerdict = check_noise_floor(changes, rounds, alpha=alpha)
     report = {
@@ -231,6 +240,7 @@ def check_submission(
         "server": {"strategy": strategy, "lr": lr, "momentum": momentum},
         "rounds": len(clients), "noise_std_per_value": math.sqrt(rounds.noise_variance()),
         "signal_bound": rounds.signal_bound(), "tensors": len(changes),
+        "providers_bound": total if total is not None else sum(most), "alpha": budget,
     }  # fmt: skip
     if not verdict.passed:
         raise InvalidSubmission(
@@ -239,6 +249,6 @@ def check_submission(
             f"{declaration.clipping_norm:g}, {per_client} providers per client, server "
             f"{strategy} lr {lr:g}): {verdict.problems[0]}"
             + (f" (and {len(verdict.problems) - 1} more)" if len(verdict.problems) > 1 else "")
-            + f". The false-alarm rate of this check on an honest run is at most {alpha:g}",
+            + f". The false-alarm rate of this check on an honest run is at most {budget:g}",
         )  # fmt: skip
     return report

@@ -13,7 +13,13 @@ import math
 import numpy as np
 import pytest
 
-from accountant.noise_floor import NoisyRounds, TensorChange, check_noise_floor, energy_band
+from accountant.noise_floor import (
+    NoisyRounds,
+    TensorChange,
+    binomial_bound,
+    check_noise_floor,
+    energy_band,
+)
 
 
 def _clip(update: np.ndarray, norm: float) -> np.ndarray:
@@ -133,3 +139,25 @@ def test_the_band_needs_values_and_a_valid_alpha() -> None:
     with pytest.raises(ValueError):
         NoisyRounds(noise_multiplier=1.0, clipping_norm=0.5, providers_per_round=1, clients=[],
                     max_providers=[], server_lr=1.0)  # fmt: skip
+
+
+def test_the_poisson_providers_bound_holds_and_tightens_the_signal_bound() -> None:
+    """Under Poisson sampling the providers sampled over all rounds are Binomial(n, q): the
+    quantile is exceeded at most alpha of the time, and far below n (every provider) when n is
+    large, so the signal bound shrinks (``mini``'s dp-lora: 30 rounds of 2 clients holding ~30
+    providers, q = 2/12)."""
+    rng = np.random.default_rng(5)
+    n, q = 900, 2 / 12
+    from scipy.stats import binom
+
+    bound = binomial_bound(n, q, 0.01)
+    assert binom.sf(bound, n, q) <= 0.01 < binom.sf(bound - 1, n, q)  # the smallest such k
+    assert np.mean(rng.binomial(n, q, size=20000) > bound) <= 0.01 + 0.003  # 4 standard errors
+    assert binomial_bound(n, q, 5e-7) < n / 4
+    sure = NoisyRounds(noise_multiplier=1.0, clipping_norm=0.5, providers_per_round=2,
+                       clients=[2] * 30, max_providers=[30] * 30, server_lr=0.05)  # fmt: skip
+    tight = NoisyRounds(**{**sure.__dict__, "providers_total": binomial_bound(n, q, 5e-7)})
+    assert tight.signal_bound() < sure.signal_bound() / 4
+    assert tight.noise_variance() == sure.noise_variance()
+    loose = NoisyRounds(**{**sure.__dict__, "providers_total": 10 * n})  # the sure bound wins
+    assert loose.signal_bound() == sure.signal_bound()
