@@ -45,7 +45,9 @@ Poisson sampling, every outcome of the sampling but a set of probability ``alpha
 
 ``R`` being a bound on the rounding of the stored checkpoint (``(T + 1) eps / 2 ||w_T||``
 for a dtype of machine epsilon ``eps``: each server step and the final save round every value
-by at most ``eps / 2`` of it).
+by at most ``eps / 2`` of it; this takes ``||w_t|| <= ||w_T||`` for the intermediate models and
+ignores the float32 rounding of the updates themselves, both negligible beside the noise in
+float32, where ``R`` is about ``1e-7 ||w_T||``).
 
 **Tail.** Laurent and Massart (2000, "Adaptive estimation of a quadratic functional by model
 selection", Ann. Statist. 28(5), Lemma 1): for ``X ~ chi^2_d`` and ``x > 0``,
