@@ -154,7 +154,7 @@ def check_readiness(runner: Any, *, threshold: tuple[float, str]) -> Readiness:
 
     Args:
         runner: the worker's ``JobRunner`` (its scorer is prepared).
-        threshold: ``(threshold, source)`` in force (``leaderboard.threshold.track1_threshold``).
+        threshold: ``(threshold, source)`` in force (``benchmark.threshold.track1_threshold``).
 
     Returns:
         The findings (also written to ``STORAGE/readiness.json``).

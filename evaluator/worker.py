@@ -539,8 +539,8 @@ def run_worker(settings: Settings, *, parent_pid: int | None = None) -> None:
     started = time.perf_counter()
     runner.scorer.prepare()
     runner.auditor.prepare()
-    # The threshold's lookup is the leaderboard's (benchmark.json, else the setting).
-    from leaderboard.threshold import track1_threshold
+    # The threshold in force: benchmark.json, else the setting (the leaderboard's lookup too).
+    from benchmark.threshold import track1_threshold
 
     try:
         check_readiness(runner, threshold=track1_threshold(settings.data_dir))

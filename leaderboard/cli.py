@@ -53,11 +53,11 @@ def _board(database_url: str | None, storage_dir: Path | None, data_dir: Path | 
     """Read the database and rank every track."""
     from pydantic import ValidationError
 
+    from benchmark.threshold import track1_threshold
     from evaluator.core.config import Settings
     from evaluator.core.db import schema_is_current, session_factory
     from leaderboard.board import build_board
     from leaderboard.source import load_rows
-    from leaderboard.threshold import track1_threshold
 
     overrides = {"database_url": database_url, "storage_dir": storage_dir, "data_dir": data_dir}
     try:

@@ -34,6 +34,7 @@ from fastapi.templating import Jinja2Templates
 from sqlalchemy.orm import Session
 
 from benchmark.info import benchmark_json_files
+from benchmark.threshold import THRESHOLD_ENV, track1_threshold
 from benchmark.tracks import TRACKS
 from evaluator import crud
 from evaluator.api.deps import (
@@ -53,7 +54,6 @@ from leaderboard import formatting, plots, source
 from leaderboard.board import Board, as_json, build_board, csv_text
 from leaderboard.cache import VersionedCache
 from leaderboard.kept_rows import kept_rows
-from leaderboard.threshold import THRESHOLD_ENV, track1_threshold
 from leaderboard.warmer import ViewWarmer
 
 PACKAGE_DIR = FilePath(__file__).resolve().parent

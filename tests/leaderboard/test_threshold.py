@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from benchmark.threshold import THRESHOLD_ENV, track1_threshold
 from leaderboard.formatting import human_bytes
-from leaderboard.threshold import THRESHOLD_ENV, track1_threshold
 
 
 def test_threshold_from_benchmark_json_then_setting(tmp_path, monkeypatch):
