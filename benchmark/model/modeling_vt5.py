@@ -243,8 +243,6 @@ class VT5ForConditionalGeneration(VT5PreTrainedModel):
         encoder_outputs, mask = self.encode(
             input_ids, boxes, attention_mask, pixel_values, visual_embeds
         )
-        if use_cache is None and labels is not None:
-            use_cache = False  # a teacher-forced loss never reuses the decoder's keys and values
         if labels is None and decoder_input_ids is None:
             decoder_input_ids = input_ids.new_full(
                 (input_ids.shape[0], 1), self.language_backbone.config.decoder_start_token_id
