@@ -3,8 +3,8 @@
 - ``fedavg``: the organisers' baseline: everything but the visual encoder trained and sent in
   fp32, 2 of 10 clients per round, 1 local epoch, AdamW lr 2e-4 with torch's default weight
   decay 0.01 (the official ``build_optimizer``), 10 rounds. The presets that extend it (FedProx,
-  FedP3, pFedCR, the FSP presets) inherit that decay; the LoRA presets are the kit's own recipes
-  and keep 0.
+  FedP3, pFedCR, the FSP presets) and the track-3 ``fedavg-ft`` and ``local-only`` (the same
+  recipe) have that decay too; the LoRA presets are the kit's own recipes and keep 0.
 - ``lora``: the winner's method at the kit's scale: LoRA adapters, spatial embedding and visual
   projection trained fully, 2 clients per round. The winner put rank 6 on the T5 ``q`` and ``v``
   projections of a base that was already close to its fine-tuned accuracy; the tiny base gains
@@ -58,10 +58,8 @@ from baselines.config import TrainConfig
 from baselines.fsp.presets import FSP_PRESETS
 from baselines.methods import METHODS
 from baselines.optimizers import OPTIMIZERS
+from baselines.optimizers.adamw import OFFICIAL_WEIGHT_DECAY
 from benchmark.tracks import PRIVACY
-
-#: torch.optim.AdamW's default weight decay, which the official ``build_optimizer`` keeps.
-OFFICIAL_ADAMW_WEIGHT_DECAY = 0.01
 
 #: What the three track-1 LoRA presets share: adapters on every linear layer of the backbone.
 _KIT_SCALE_LORA: dict[str, Any] = {
@@ -83,7 +81,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "clients_per_round": 2,
         "local_epochs": 1,
         "lr": 2e-4,
-        "weight_decay": OFFICIAL_ADAMW_WEIGHT_DECAY,
+        "weight_decay": OFFICIAL_WEIGHT_DECAY,
         "wire": "fp32",
     },
     "lora": {**_KIT_SCALE_LORA, "rounds": 20, "clients_per_round": 2, "local_epochs": 1},
@@ -111,7 +109,7 @@ _DP_MECHANISM: dict[str, Any] = {
 
 DP_PRESETS: dict[str, dict[str, Any]] = {
     "dp-fedavg": {**_DP_MECHANISM, "method": "dp-fedavg", "rounds": 5, "lr": 2e-4,
-                  "weight_decay": OFFICIAL_ADAMW_WEIGHT_DECAY},
+                  "weight_decay": OFFICIAL_WEIGHT_DECAY},
     "dp-lora": {**_DP_MECHANISM, "method": "dp-lora", "rounds": 30, "lr": 1e-3, "lora_rank": 6},
 }
 

@@ -30,6 +30,7 @@ from torch import nn
 from baselines.client_job import ClientJob
 from baselines.methods.base import RunShape
 from baselines.methods.full import VISUAL_ENCODER, FullFineTuning, FullFineTuningOptions
+from baselines.optimizers.adamw import OFFICIAL_WEIGHT_DECAY
 from baselines.options import build_options
 from baselines.parameters import get_values, select_communicated, set_values
 
@@ -56,7 +57,7 @@ class FineTuneOptions:
 
 _FEDAVG_SHAPE: dict[str, Any] = {
     "method": "finetune", "strategy": "fedavg", "optimizer": "adamw", "clients_per_round": 2,
-    "local_epochs": 1, "lr": 2e-4, "wire": "fp32",
+    "local_epochs": 1, "lr": 2e-4, "weight_decay": OFFICIAL_WEIGHT_DECAY, "wire": "fp32",
 }
 
 

@@ -13,6 +13,10 @@ import torch
 
 from baselines.optimizers.base import LocalOptimizerOptions, Optimizer
 
+#: torch.optim.AdamW's default weight decay, which the official ``build_optimizer`` keeps: the
+#: presets that follow the organisers' FedAvg recipe set it.
+OFFICIAL_WEIGHT_DECAY = 0.01
+
 
 @dataclass(frozen=True)
 class AdamWOptions:

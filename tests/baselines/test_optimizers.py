@@ -20,7 +20,7 @@ from baselines.presets import preset_config
 from baselines.run_directory import RunDirectory
 from tests.baselines.toy import ToyRegression, toy_task
 
-LR = {"adamw": 0.05, "sgd": 0.02, "shampoo": 0.05}
+LR = {"adamw": 0.05, "adamw8bit": 0.05, "sgd": 0.02, "shampoo": 0.05}
 
 
 def _mean_loss(model, data, collate) -> float:
