@@ -82,7 +82,16 @@ def _pins() -> dict[str, dict[str, str]]:
     return json.loads(PINS.read_text())
 
 
-@pytest.mark.parametrize("preset", sorted(all_presets()))
+#: pinned in ``make test``: full fine-tuning, LoRA with NF4 on the wire, the DP per-provider
+#: path at mini's and at the competition's size, a personal method and federated
+#: self-pretraining; the other presets are checked in ``make test-slow``.
+DEFAULT_RUN = ("fedavg", "lora-nf4", "dp-lora", "dp-fedavg-competition", "feddat", "fsp-fedavg")
+
+
+@pytest.mark.parametrize("preset", [
+    preset if preset in DEFAULT_RUN else pytest.param(preset, marks=pytest.mark.slow)
+    for preset in sorted(all_presets())
+])
 def test_a_cpu_run_of_every_preset_is_unchanged(preset, tiny_data: Path, pinned_base: Path,
                                                 tmp_path: Path) -> None:
     assert preset in _pins(), f"{preset} has no pin: take the pins anew (module docstring)"
