@@ -60,7 +60,7 @@ def measure(preset: str, setting: str, *, data: Path, base: str, device: str,
     from baselines.client import FederatedClient
     from baselines.communication import encode_message
     from baselines.parameters import get_values
-    from baselines.presets import DP_PRESETS, DP_COMPETITION_PRESETS, preset_config
+    from baselines.presets import DP_COMPETITION_PRESETS, DP_PRESETS, preset_config
     from baselines.vt5_task import build_vt5_task
 
     name, extra = VARIANTS.get(preset, (preset, {}))
