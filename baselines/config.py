@@ -22,7 +22,7 @@ from baselines.optimizers import OPTIMIZERS, Optimizer
 from baselines.options import OptionSpec, build_options, option_specs
 from baselines.strategies import STRATEGIES, Strategy, StrategyConfig
 from baselines.wire import CODECS, WireCodec, get_codec
-from benchmark.model.device import PRECISIONS, check_device_name
+from benchmark.model.device import check_device_name, check_precision
 
 
 @dataclass(frozen=True)
@@ -95,8 +95,7 @@ class TrainConfig:
         if self.val_limit is not None and self.val_limit < 0:
             raise ValueError(f"val_limit must be >= 0, got {self.val_limit}")
         check_device_name(self.device)
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision {self.precision!r}: use one of {', '.join(PRECISIONS)}")
+        check_precision(self.precision)
         specs = self.option_specs()
         foreign = sorted(set(self.options) - set(specs))
         if foreign:

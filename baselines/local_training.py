@@ -29,7 +29,7 @@ from torch import nn
 
 from baselines.optimizers.adamw import AdamW, AdamWOptions
 from baselines.optimizers.state import import_state, save_into
-from benchmark.model.device import PRECISIONS, autocast
+from benchmark.model.device import autocast, check_precision
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -188,8 +188,7 @@ class LocalTrainer:
         self.step_hook = step_hook
         self.progress = progress
         self.length_column = length_column
-        if precision not in PRECISIONS:
-            raise ValueError(f"precision {precision!r}: use one of {', '.join(PRECISIONS)}")
+        check_precision(precision)
         self.precision = precision
         self.prefetch = prefetch
         self.description = ""

@@ -6,6 +6,8 @@ import math
 
 import click
 
+from benchmark.model.random_init import SHAPES
+
 
 @click.group()
 def model() -> None:
@@ -55,10 +57,9 @@ def convert(source: str, target: str, visual_dir: str | None, box_scale: float) 
 
 
 @model.command()
-@click.option("--shape", type=click.Choice(["vt5-base", "tiny"]), default="vt5-base",
-              show_default=True,
-              help="vt5-base: the public model's shape (T5-base + DiT-base, 316M parameters, "
-              "lm_head apart from shared); tiny: the kit's CPU shape.")
+@click.option("--shape", type=click.Choice(SHAPES), default="vt5-base", show_default=True,
+              help="vt5-base: the public model's shape (T5-base + DiT-base, 336,142,080 "
+              "parameters, lm_head apart from shared); tiny: the kit's CPU shape.")
 @click.option("--out", "out", type=click.Path(), required=True,
               help="The checkpoint directory to write (must not exist).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Initialisation seed.")

@@ -18,14 +18,17 @@ AUTO = "auto"
 PRECISIONS = ("fp32", "bf16")
 
 
-def check_device_name(requested: str) -> None:
+def check_device_name(requested: str) -> torch.device | None:
     """Refuse a `--device` value that names no device (availability is checked at run time).
+
+    Returns:
+        The named device, or None for "auto".
 
     Raises:
         ValueError: for a name other than auto, cpu, cuda or cuda:N.
     """
     if requested == AUTO:
-        return
+        return None
     try:
         device = torch.device(requested)
     except (RuntimeError, TypeError):
@@ -34,6 +37,17 @@ def check_device_name(requested: str) -> None:
         ) from None
     if device.type not in ("cpu", "cuda"):
         raise ValueError(f"--device {requested}: only cpu and cuda devices are supported")
+    return device
+
+
+def check_precision(precision: str) -> None:
+    """Refuse a `--precision` value other than `PRECISIONS`.
+
+    Raises:
+        ValueError: naming the value and the choices.
+    """
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision {precision!r}: use one of {', '.join(PRECISIONS)}")
 
 
 def resolve_device(requested: str | None = None) -> torch.device:
@@ -50,12 +64,7 @@ def resolve_device(requested: str | None = None) -> torch.device:
     """
     if requested in (None, AUTO):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(requested)
-    except RuntimeError:
-        raise ValueError(
-            f"--device {requested}: not a device name; use auto, cpu, cuda or cuda:N"
-        ) from None
+    device = check_device_name(requested)
     if device.type == "cuda":
         if not torch.cuda.is_available():
             raise ValueError(
@@ -66,8 +75,6 @@ def resolve_device(requested: str | None = None) -> torch.device:
             raise ValueError(
                 f"--device {requested}: this machine has {torch.cuda.device_count()} GPU(s)"
             )
-    elif device.type != "cpu":
-        raise ValueError(f"--device {requested}: only cpu and cuda devices are supported")
     return device
 
 
@@ -80,8 +87,7 @@ def autocast(device: torch.device, precision: str) -> Iterator[None]:
     Raises:
         ValueError: for a precision other than `PRECISIONS`.
     """
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision {precision!r}: use one of {', '.join(PRECISIONS)}")
+    check_precision(precision)
     if precision == "fp32":
         yield
         return
