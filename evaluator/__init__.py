@@ -10,7 +10,9 @@ the leaderboard reads. Layout (the FastAPI full-stack template's backend shape):
 - ``models.py`` tables and public schemas, ``crud.py`` database operations and the state machine.
 - ``api/deps.py`` dependencies, ``api/routes/`` one router per resource, ``main.py`` the app.
 - ``storage.py`` streamed, atomic upload storage; ``queue.py`` the Huey queue;
-  ``worker.py`` leases, scoring jobs and crash recovery; ``scoring.py`` the test-split scorer.
+  ``worker/`` the scoring worker (``runner.py`` leases and jobs, ``steps.py`` the checks and
+  scores, ``reaper.py`` crash recovery, ``loop.py`` the process); ``scoring.py`` the test-split
+  scorer.
 - ``validation/`` checkpoint, communication log, privacy declaration and small-JSON checks;
   ``federation.py`` the benchmark's clients and providers; ``team_names.py`` team names.
 - ``cli.py`` ``pflkit worker|team|submit``; ``client.py`` the submit client. ``pflkit serve``

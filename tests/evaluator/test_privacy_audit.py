@@ -78,7 +78,10 @@ def test_a_false_epsilon_1_claim_is_contradicted_and_an_honest_one_is_not(
                                            meta=json.loads((honest / "submission.json").read_text()),
                                            privacy=declaration))  # fmt: skip
     assert (honest_row.status, honest_row.privacy_verified, honest_row.epsilon) == (
-        "finished", True, 1.0)
+        "finished",
+        True,
+        1.0,
+    )
     assert honest_row.audit_report["canaries"] == CANARIES
     assert honest_row.audit_seconds > 0
     assert honest_row.audit_epsilon <= 1.0
@@ -90,7 +93,7 @@ def test_a_false_epsilon_1_claim_is_contradicted_and_an_honest_one_is_not(
         liar_row = crud.get_submission(session, submission_id=liar_id)
         assert liar_row.status == "rejected" and "below the floor" in liar_row.events[-1].detail
     # The audit on its own still contradicts the liar's claim.
-    columns = runner._audit(liar / "checkpoint" / "model.safetensors", 1.0, 1e-5)
+    columns = runner.steps.audit(liar / "checkpoint" / "model.safetensors", 1.0, 1e-5)
     assert columns["audit_report"]["canaries"] == CANARIES
     assert columns["audit_epsilon"] > 1.0, columns["audit_report"]
     assert columns["audit_contradicted"] is True
@@ -177,9 +180,9 @@ def test_the_audit_is_skipped_without_canaries(tiny_benchmark: Path) -> None:
     }  # fmt: skip
 
 
-def test_pflkit_audit_reports_what_the_worker_would(canary_benchmark: Path,
-                                                     small_reference: Path,
-                                                     tmp_path: Path) -> None:
+def test_pflkit_audit_reports_what_the_worker_would(
+    canary_benchmark: Path, small_reference: Path, tmp_path: Path
+) -> None:
     """`pflkit audit` on run directories: the memorising model's bound is the auditor's own,
     its false epsilon claim (from privacy.json, with its delta) is contradicted, the untrained
     model gives 0 and no claim; a directory without a checkpoint is a clear error."""
@@ -196,22 +199,40 @@ def test_pflkit_audit_reports_what_the_worker_would(canary_benchmark: Path,
     save_checkpoint(model, load_processor(small_reference), liar / "checkpoint")
     (liar / "privacy.json").write_text(json.dumps(declaration(epsilon=0.25, delta=1e-6)))
     plain = tmp_path / "plain"
-    save_checkpoint(load_model(small_reference), load_processor(small_reference),
-                    plain / "checkpoint")
+    save_checkpoint(
+        load_model(small_reference), load_processor(small_reference), plain / "checkpoint"
+    )
 
-    result = CliRunner().invoke(audit, [str(liar), str(plain), "--data", str(canary_benchmark),
-                                        "--base", str(small_reference), "--json"])
+    result = CliRunner().invoke(
+        audit,
+        [
+            str(liar),
+            str(plain),
+            "--data",
+            str(canary_benchmark),
+            "--base",
+            str(small_reference),
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     expected = CanaryAudit(canary_benchmark, small_reference).audit(model, 1e-6)
     assert rows[0]["audit_epsilon"] == pytest.approx(expected["audit_epsilon"])
     assert rows[0]["audit_epsilon"] > 0.25
     assert (rows[0]["claimed_epsilon"], rows[0]["delta"], rows[0]["contradicted"]) == (
-        0.25, 1e-6, True)
+        0.25,
+        1e-6,
+        True,
+    )
     assert (rows[1]["audit_epsilon"], rows[1]["claimed_epsilon"], rows[1]["contradicted"]) == (
-        0.0, None, False)
+        0.0,
+        None,
+        False,
+    )
     assert rows[1]["delta"] == 1e-5 and rows[1]["base_seconds"] > 0
 
-    missing = CliRunner().invoke(audit, [str(tmp_path), "--data", str(canary_benchmark),
-                                         "--base", str(small_reference)])
+    missing = CliRunner().invoke(
+        audit, [str(tmp_path), "--data", str(canary_benchmark), "--base", str(small_reference)]
+    )
     assert missing.exit_code != 0 and "no checkpoint to audit" in missing.output

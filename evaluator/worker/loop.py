@@ -1,0 +1,63 @@
+"""The worker process (``pflkit worker``): start-up checks, the reaper and the queue's consumer."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from evaluator.core.config import Settings
+from evaluator.queue import TaskQueue
+from evaluator.readiness import ThresholdAtOrBelowBase, check_readiness
+from evaluator.worker.reaper import Reaper
+from evaluator.worker.runner import JobRunner
+
+logger = logging.getLogger("evaluator.worker")
+
+
+def run_worker(settings: Settings, *, parent_pid: int | None = None) -> None:
+    """Run a scoring worker until SIGINT/SIGTERM (the body of ``pflkit worker``).
+
+    Args:
+        settings: the service settings.
+        parent_pid: for the worker embedded in ``pflkit serve``: stop when that process dies.
+    """
+    from evaluator.core.db import migrate
+    from evaluator.queue import install_handler
+
+    migrate(settings.db_url)
+    if settings.torch_threads:
+        import torch
+
+        torch.set_num_threads(settings.torch_threads)
+    queue = TaskQueue(settings.queue, name=settings.queue_name)
+    runner = JobRunner(settings, queue)
+    started = time.perf_counter()
+    runner.scorer.prepare()
+    runner.auditor.prepare()
+    # The threshold in force: benchmark.json, else the setting (the leaderboard's lookup too).
+    from benchmark.threshold import track1_threshold
+
+    try:
+        check_readiness(runner, threshold=track1_threshold(settings.data_dir))
+    except ThresholdAtOrBelowBase as exc:
+        raise SystemExit(f"pflkit worker: refusing to start: {exc}") from None
+    logger.info(
+        "worker ready in %.1f s (test split, reference model and canary baseline loaded, "
+        "base model scored)",
+        time.perf_counter() - started,
+    )
+    install_handler(runner)
+    reaper = Reaper(settings, queue, parent_pid=parent_pid)
+    reaper.start()
+    consumer = queue.huey.create_consumer(
+        workers=settings.worker_threads,
+        worker_type="thread",
+        initial_delay=0.05,
+        backoff=1.5,
+        max_delay=1.0,
+        check_worker_health=True,
+    )
+    try:
+        consumer.run()
+    finally:
+        reaper.stopped.set()
