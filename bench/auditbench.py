@@ -23,8 +23,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from baselines.experiments import Experiment, run_experiment
-from baselines.pflkit_command import run_pflkit
+from experiments.pflkit_command import run_pflkit
+from experiments.run import Experiment, run_experiment
 
 #: every client each round, three local epochs: the training that gave a bound on ``tiny``
 STRONG = ("--clients-per-round", "10", "--local-epochs", "3")

@@ -145,7 +145,7 @@ def test_lora_sends_far_fewer_bytes_and_nf4_about_seven_times_fewer(preset_runs)
 
 
 def test_runs_are_tabulated_and_plotted(preset_runs, tmp_path: Path) -> None:
-    from baselines.report import markdown_table, plot_anls_vs_bytes, read_run
+    from experiments.report import markdown_table, plot_anls_vs_bytes, read_run
 
     reports = [read_run(preset_runs[p]) for p in sorted(PRESETS)]
     table = markdown_table(reports)

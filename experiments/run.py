@@ -1,6 +1,6 @@
 """The README's experiments: the presets on one benchmark, their tables and plots.
 
-``python -m baselines.experiments --data DIR --out DIR [--track 1|2|3|all] [--parallel 2]``
+``python -m experiments.run --data DIR --out DIR [--track 1|2|3|all] [--parallel 2]``
 
 Every experiment is its own ``pflkit train`` process (one torch thread each, ``--parallel`` at a
 time): a finished run is kept, an interrupted one is resumed. During training each round is
@@ -26,17 +26,17 @@ directories ``OUT/<name>``, ``--only`` trains some of them): ``fedavg``, ``fedad
 ``fedavgm`` without pre-training, the same after 10 FSP rounds with that server optimiser while
 pre-training and FedAvg while fine-tuning (the pilot study's protocol), and FSP (FedAvg) with
 each objective alone; every run fine-tunes for the ``fedavg`` preset's 10 rounds and samples
-the same clients in them. Writes ``OUT/fsp.md`` (:mod:`baselines.fsp.report`).
+the same clients in them. Writes ``OUT/fsp.md`` (:mod:`experiments.fsp_report`).
 
 ``--track dp-scale`` runs issue 17's table on a ``dp``-scale benchmark (not part of ``all``;
 ``--only`` trains some runs): ``dp-fedavg-competition`` and ``dp-lora-competition`` at epsilon
 1, 4 and 8 over seeds 0 and 1, ``fedavg`` over 5 rounds, and seed 0 of each DP preset without
 clipping or noise; every declaration checked by ``pflkit dp verify``. Writes ``OUT/dp_scale.md``
-(:mod:`baselines.dp_scale_report`), ``OUT/dp_scale.png`` and ``OUT/dp_scale_rounds.png``.
+(:mod:`experiments.dp_scale_report`), ``OUT/dp_scale.png`` and ``OUT/dp_scale_rounds.png``.
 
 ``--track optimiser`` runs issue 15's comparisons (not part of ``all``): ``fedavg`` and
 ``fedshampoo`` trained one round at a time with every round's checkpoint scored on the whole val
-and test splits (:mod:`baselines.round_scores`; ``OUT/optimiser_track1.md`` with the rounds and
+and test splits (:mod:`experiments.round_scores`; ``OUT/optimiser_track1.md`` with the rounds and
 bytes to the threshold that fedavg's final test ANLS implies, ``OUT/optimiser_track1.png``), and
 ``dp-fedavg``, ``dp-clgecl`` (momentum SGD) and ``dp-clgecl`` with AdamW at epsilon 1, 4 and 8,
 each declaration checked by ``pflkit dp verify`` (``RUN/verify.json``;
@@ -55,7 +55,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from baselines.dp_scale_report import (
+from baselines.run_directory import atomic_write_json
+from benchmark.figures import new_figure, save_figure
+from benchmark.threshold import THRESHOLD_KEY, threshold_from
+from experiments.dp_scale_report import (
     NO_PRIVACY,
     DPScaleRun,
     dp_scale_table,
@@ -63,26 +66,23 @@ from baselines.dp_scale_report import (
     plot_round_curves,
     read_dp_scale_run,
 )
-from baselines.fsp.report import fsp_table, read_fsp_run
-from baselines.personal_report import (
+from experiments.fsp_report import fsp_table, read_fsp_run
+from experiments.personal_report import (
     SCORES,
     PersonalReport,
     per_client_csv,
     plot_per_client,
     read_personal,
 )
-from baselines.personal_report import markdown_table as personal_table
-from baselines.pflkit_command import checkpoint_scores, run_pflkit
-from baselines.report import RunReport, format_bytes, markdown_table, plot_anls_vs_bytes, read_run
-from baselines.round_scores import (
+from experiments.personal_report import markdown_table as personal_table
+from experiments.pflkit_command import checkpoint_scores, run_pflkit
+from experiments.report import RunReport, format_bytes, markdown_table, plot_anls_vs_bytes, read_run
+from experiments.round_scores import (
     RoundScore,
     first_at_threshold,
     read_round_scores,
     train_round_by_round,
 )
-from baselines.run_directory import atomic_write_json
-from benchmark.figures import new_figure, save_figure
-from benchmark.threshold import THRESHOLD_KEY, threshold_from
 
 EPSILONS = (1, 4, 8)
 DP_METHODS = ("dp-fedavg", "dp-lora")
@@ -118,7 +118,7 @@ TRACK2 = tuple(
 
 
 #: Issue 15, track 1: the runner-up's optimiser against the baseline, each checkpoint scored on
-#: val and test after every round (:mod:`baselines.round_scores`), 10 rounds each; FedShampoo
+#: val and test after every round (:mod:`experiments.round_scores`), 10 rounds each; FedShampoo
 #: at its first lr 5e-3 and at the preset's 2e-2.
 OPTIMISER_TRACK1 = (Experiment("fedavg", "fedavg"),
                     Experiment("fedshampoo-lr5e-3", "fedshampoo", ("--lr", "5e-3")),
@@ -550,7 +550,7 @@ def dp_scale_experiments(args: argparse.Namespace, parser: argparse.ArgumentPars
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the experiments, then write the tables and plots."""
-    parser = argparse.ArgumentParser(prog="python -m baselines.experiments",
+    parser = argparse.ArgumentParser(prog="python -m experiments.run",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="benchmark directory")
     parser.add_argument("--out", type=Path, required=True, help="where the runs go")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from baselines.personal_report import (
+from experiments.personal_report import (
     main,
     markdown_table,
     per_client_csv,

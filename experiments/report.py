@@ -127,10 +127,10 @@ def plot_anls_vs_bytes(reports: Sequence[RunReport], out: str | Path) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m baselines.report RUN_DIR... [--plot FILE]``: print the table, write the plot."""
+    """``python -m experiments.report RUN_DIR... [--plot FILE]``: print the table, write the plot."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m baselines.report", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m experiments.report", description=main.__doc__)
     parser.add_argument("run_dirs", nargs="+", help="finished run directories")
     parser.add_argument("--plot", help="write a PNG of validation ANLS against bytes")
     args = parser.parse_args(argv)

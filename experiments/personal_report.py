@@ -4,7 +4,7 @@ Each submission is a directory with ``personal_test.json`` (what ``pflkit evalua
 --split test --personal DIR --json`` prints: :meth:`PersonalisedResult.summary`) and, for a
 trained run, ``submission.json`` (bytes, wall time).
 
-``python -m baselines.personal_report DIR... [--plot FILE] [--csv FILE]`` prints the table and
+``python -m experiments.personal_report DIR... [--plot FILE] [--csv FILE]`` prints the table and
 writes the plot and the per-client scores behind it (the plot's data, kept beside it in
 ``docs/results/`` so a figure can be redrawn without the run directories).
 """
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from baselines.report import format_bytes
 from benchmark.figures import new_figure, save_figure
+from experiments.report import format_bytes
 
 SCORES = "personal_test.json"
 
@@ -142,11 +142,11 @@ def plot_per_client(reports: Sequence[PersonalReport], out: str | Path) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m baselines.personal_report DIR... [--plot FILE] [--csv FILE]``: table, plot and
+    """``python -m experiments.personal_report DIR... [--plot FILE] [--csv FILE]``: table, plot and
     per-client scores."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m baselines.personal_report",
+    parser = argparse.ArgumentParser(prog="python -m experiments.personal_report",
                                      description=main.__doc__)
     parser.add_argument("dirs", nargs="+", help=f"directories holding {SCORES}")
     parser.add_argument("--csv", help="write the per-client scores here")

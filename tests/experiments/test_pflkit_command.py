@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from baselines.pflkit_command import checkpoint_anls
 from benchmark.data import load_split
 from benchmark.evaluation import evaluate
 from benchmark.model import load_model, load_processor
+from experiments.pflkit_command import checkpoint_anls
 
 
 def test_checkpoint_anls_is_the_in_process_evaluation(tiny_data: Path, tiny_base: Path) -> None:

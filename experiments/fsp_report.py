@@ -2,7 +2,7 @@
 
 A run directory of ``pflkit train`` holds ``submission.json`` (its ``pretraining`` when it
 pre-trained), ``pretraining/submission.json`` (the phase's own bytes and time) and, from
-``baselines.experiments``, ``val.json`` (the final checkpoint on the whole validation split).
+``experiments.run``, ``val.json`` (the final checkpoint on the whole validation split).
 Bytes are the whole log's (pre-training included, track 1's figure); wall time is both phases'.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from baselines.report import format_bytes
+from experiments.report import format_bytes
 
 
 @dataclass(frozen=True)

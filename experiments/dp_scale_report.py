@@ -1,6 +1,6 @@
 """Issue 17's table: the competition's DP presets on the ``dp`` scale, seeds side by side.
 
-Reads the run directories ``python -m baselines.experiments --track dp-scale`` writes
+Reads the run directories ``python -m experiments.run --track dp-scale`` writes
 (``OUT/<preset>-eps<E>-seed<S>``, ``OUT/<preset>-noprivacy-seed<S>``, ``OUT/fedavg-seed0``,
 ``OUT/base``) and writes the table (val ANLS of every seed, their mean and spread, the verified
 epsilon, the noise against the signal of the clipped sum) and two plots: ANLS against epsilon,
@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from baselines.report import format_bytes
 from benchmark.figures import new_figure, save_figure
+from experiments.report import format_bytes
 
 EPSILONS = (1, 4, 8)
 NO_PRIVACY = "noprivacy"

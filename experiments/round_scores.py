@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from baselines.pflkit_command import checkpoint_anls, run_pflkit
 from baselines.run_directory import atomic_write_json
+from experiments.pflkit_command import checkpoint_anls, run_pflkit
 
 ROUNDS_DIR = "rounds"
 
