@@ -1,0 +1,92 @@
+"""The public pages: the leaderboard, one submission's page, the tracks' plots, the stylesheet."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Path, Query, Request, status
+from fastapi.responses import HTMLResponse, Response
+from sqlalchemy.orm import Session
+
+from benchmark.tracks import TRACKS
+from evaluator.api.deps import organiser_from_request
+from evaluator.readiness import track2_checks
+from evaluator.validation.coverage import BYTES_CHECKED
+from evaluator.validation.privacy import VERIFICATION_COVERS, VERIFICATION_DOES_NOT_COVER
+from leaderboard import plots, source, views
+from leaderboard.routes.deps import SessionDep
+from leaderboard.routes.templating import PACKAGE_DIR, templates
+
+router = APIRouter(tags=["leaderboard"])
+_STYLE = (PACKAGE_DIR / "static" / "style.css").read_bytes()
+# Unranked submissions listed per table on the public page (the newest; the exports list all):
+# with 10,000 submissions the full lists made the page 1.3 MB and its rendering the slowest
+# step of a rebuild.
+MAX_UNRANKED_SHOWN = 100
+# Rounds of the per-round table an organiser sees on a detail page.
+MAX_ROUNDS_SHOWN = 200
+
+
+@router.get("/leaderboard/static/style.css", include_in_schema=False)
+def style() -> Response:
+    """The pages' only stylesheet."""
+    return Response(_STYLE, media_type="text/css", headers={"Cache-Control": "max-age=3600"})
+
+
+@router.get("/leaderboard", response_class=HTMLResponse)
+def leaderboard_page(request: Request, all: bool = Query(False, alias="all")) -> HTMLResponse:
+    """Every track: ranked tables, plots and the unranked submissions with reasons."""
+
+    def render(session: Session) -> bytes:
+        context = {
+            "board": views.board(request.app, session, all_submissions=all, public=True),
+            "covers": VERIFICATION_COVERS,
+            "does_not_cover": VERIFICATION_DOES_NOT_COVER,
+            "bytes_checked": BYTES_CHECKED,
+            "track2_checks": track2_checks(views.serves_canaries(request.app)),
+            "unranked_shown": MAX_UNRANKED_SHOWN,
+        }
+        return templates.get_template("leaderboard.html").render(context).encode()
+
+    return HTMLResponse(
+        views.cached_view(request.app, ("leaderboard.html", all), render, priority=0)
+    )
+
+
+@router.get("/leaderboard/submissions/{submission_id}", response_class=HTMLResponse)
+def submission_page(request: Request, submission_id: str, session: SessionDep) -> HTMLResponse:
+    """One submission. Everyone sees a summary (scores to 4 decimals, totals, the claim and
+    whether it was verified); organisers also see reasons, per-round tallies, the full privacy
+    report and the history's details."""
+    organiser = organiser_from_request(request, session)
+    row = source.load_submission(session, submission_id=submission_id)
+    if row is None or (row.hidden and organiser is None):
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "no such submission")
+    context = {
+        "s": row,
+        "public": organiser is None,
+        "rounds_shown": (row.per_round or [])[:MAX_ROUNDS_SHOWN],
+        "covers": VERIFICATION_COVERS,
+        "does_not_cover": VERIFICATION_DOES_NOT_COVER,
+        "bytes_checked": BYTES_CHECKED,
+    }
+    return templates.TemplateResponse(request, "submission.html", context)
+
+
+def _plot(session: Session, app: Any, track: int) -> bytes:
+    """The track's plot (rendered once per board version)."""
+    board = views.board(app, session, all_submissions=True, public=True)
+    return plots.track_png(board.tracks[track])
+
+
+@router.get("/leaderboard/plots/track{track}.png", include_in_schema=False)
+def plot(request: Request, track: Annotated[int, Path(ge=min(TRACKS), le=max(TRACKS))]) -> Response:
+    """Track 1: ANLS against bytes (log) with the threshold; track 2: ANLS against epsilon;
+    track 3: personalised against global ANLS per client."""
+    return Response(
+        views.cached_view(
+            request.app, ("plot", track), lambda session: _plot(session, request.app, track)
+        ),
+        media_type="image/png",
+        headers={"Cache-Control": "no-cache"},
+    )
