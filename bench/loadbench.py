@@ -69,8 +69,8 @@ def _browser_load(url: str, repeat: int) -> dict[str, float | int]:
 def _after_a_score(client, db_url: str, repeat: int, *, wait: float = 0.0) -> dict[str, float | int]:  # type: ignore[no-untyped-def]
     """Land a new top score, wait ``wait`` seconds, then time the first ``/leaderboard`` (built
     by this request, or already by the server's warmer) and warm ones."""
+    from bench.seed_leaderboard import add_submission
     from evaluator.core.db import session_factory
-    from leaderboard.seed import add_submission
 
     team = f"late-team-{time.time_ns()}"
     with session_factory(db_url)() as session:
@@ -125,9 +125,9 @@ def main(
     import uvicorn
     from tqdm import tqdm
 
+    from bench.seed_leaderboard import fill_random
     from evaluator.core.config import Settings
     from evaluator.core.db import migrate, session_factory
-    from leaderboard.seed import fill_random
     from pflkit.app import create_app
 
     with tempfile.TemporaryDirectory(prefix="lb-bench-") as tmp:

@@ -38,9 +38,9 @@ def _free_port() -> int:
 
 def fill_known(db_url: str) -> dict[str, str]:
     """The hand-made competition: names -> submission ids."""
+    from bench.seed_leaderboard import add_submission, per_round
     from evaluator.core.db import session_factory
     from evaluator.models import Status
-    from leaderboard.seed import add_submission, per_round
 
     def comm(rounds: int, clients: int, message: int) -> dict:
         total = 2 * rounds * clients * message
@@ -90,8 +90,8 @@ def fill_known(db_url: str) -> dict[str, str]:
 
 def fill_personal(db_url: str) -> dict[str, str]:
     """Hand-made track-3 submissions: names -> submission ids."""
+    from bench.seed_leaderboard import add_submission
     from evaluator.core.db import session_factory
-    from leaderboard.seed import add_submission
 
     def personal(mean: float, std: float, worst: float, unseen: float) -> dict:
         clients = [{"client": k, "n": 10 + k, "personal_anls": mean + (k - 1) * std,

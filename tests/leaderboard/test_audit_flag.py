@@ -28,8 +28,8 @@ def _audit(bound: float, contradicted: bool | None, snj: float | None = None) ->
 
 @pytest.fixture(scope="module")
 def audited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    from bench.seed_leaderboard import add_submission
     from evaluator.core.db import session_factory
-    from leaderboard.seed import add_submission
 
     url, db_url, thread, server = start_server(tmp_path_factory.mktemp("lb-audit"))
     claim = {"anls": 0.6, "total_bytes": 1000, "delta": 1e-5, "privacy_verified": True,

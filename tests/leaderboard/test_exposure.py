@@ -15,8 +15,8 @@ FORMULAS = ["=HYPERLINK(\"http://x\",\"y\")", "+1+2", "-3+4", "@SUM(A1)", "\tTAB
 
 
 def _add(db_url: str, **kwargs) -> str:  # type: ignore[no-untyped-def]
+    from bench.seed_leaderboard import add_submission
     from evaluator.core.db import session_factory
-    from leaderboard.seed import add_submission
 
     with session_factory(db_url)() as session:
         return add_submission(session, **kwargs)

@@ -9,13 +9,13 @@ import threading
 
 from sqlalchemy.orm import Session
 
+from bench.seed_leaderboard import add_submission, team_id
 from evaluator import crud
 from evaluator.core.db import session_factory
 from evaluator.models import Status
 from leaderboard import source
 from leaderboard.board import build_board
 from leaderboard.kept_rows import KeptRows
-from leaderboard.seed import add_submission, team_id
 
 T0 = dt.datetime(2026, 5, 1, tzinfo=dt.UTC)
 

@@ -16,8 +16,8 @@ EXACT, OFFICIAL = 1_000, 30_800_000
 
 
 def _add(db_url: str, **kwargs) -> str:  # type: ignore[no-untyped-def]
+    from bench.seed_leaderboard import add_submission
     from evaluator.core.db import session_factory
-    from leaderboard.seed import add_submission
 
     with session_factory(db_url)() as session:
         return add_submission(session, **kwargs)

@@ -1,7 +1,8 @@
 """Fill an evaluator database with scored submissions through ``evaluator.crud`` (tests, bench).
 
 Every row goes the real way: ``reserve_submission`` then ``transition`` to its final state with
-the result columns a scoring worker would write.
+the result columns a scoring worker would write (and, for a back-dated row, its upload time).
+Nothing here writes a row itself, so a seeded board counts its versions as a live one does.
 """
 
 from __future__ import annotations
@@ -10,11 +11,11 @@ import datetime as dt
 import random
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from evaluator import crud
-from evaluator.models import Status, Submission, Team
+from evaluator.models import Status, Team
 
 
 def team_id(session: Session, name: str) -> int:
@@ -61,12 +62,14 @@ def add_submission(
         metadata={"track": track, "method": method},
     )
     session.commit()
+    uploaded = {} if created_at is None else {"created_at": created_at}
     crud.transition(
         session,
         submission_id=submission.id,
         from_status=Status.RECEIVED,
         to_status=Status.QUEUED,
         detail="upload complete",
+        values=uploaded if status == Status.QUEUED else None,
     )
     if status != Status.QUEUED:
         crud.transition(
@@ -75,11 +78,7 @@ def add_submission(
             from_status=Status.QUEUED,
             to_status=status,
             detail=reason,
-            values=results,
-        )
-    if created_at is not None:
-        session.execute(
-            update(Submission).where(Submission.id == submission.id).values(created_at=created_at)
+            values={**results, **uploaded},
         )
     session.commit()
     return submission.id
