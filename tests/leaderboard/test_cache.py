@@ -13,8 +13,9 @@ from bench.seed_leaderboard import add_submission
 from evaluator import crud
 from evaluator.core.db import session_factory, session_scope
 from evaluator.models import Status
-from leaderboard import web
+from leaderboard import views
 from leaderboard.cache import VersionedCache
+from leaderboard.routes import pages
 
 VIEWS = ("/leaderboard", "/api/v1/leaderboard?track=1", "/api/v1/leaderboard.csv",
          "/leaderboard/plots/track1.png")  # fmt: skip
@@ -27,9 +28,9 @@ def _ranked_ids(url: str) -> list[str]:
 def test_unchanged_board_is_built_once(served_factory) -> None:  # type: ignore[no-untyped-def]
     served = served_factory()
     first = {path: httpx.get(served.url + path).content for path in VIEWS}
-    builds = web._cache.builds
+    builds = views._cache.builds
     again = {path: httpx.get(served.url + path).content for path in VIEWS}
-    assert web._cache.builds == builds  # every view came from the cache
+    assert views._cache.builds == builds  # every view came from the cache
     assert again == first
 
 
@@ -114,17 +115,19 @@ def test_the_warmer_builds_a_read_page_before_the_next_reader(served_factory) ->
         version = crud.board_version(session)
     page_key = (served.db_url, version, THRESHOLD, ("leaderboard.html", False))
     deadline = time.monotonic() + 20
-    while page_key not in web._cache and time.monotonic() < deadline:  # no request meanwhile
+    while page_key not in views._cache and time.monotonic() < deadline:  # no request meanwhile
         time.sleep(0.05)
-    assert page_key in web._cache
-    builds = web._cache.builds
+    assert page_key in views._cache
+    builds = views._cache.builds
     assert "zeta" in httpx.get(served.url + "/leaderboard").text
-    assert web._cache.builds == builds  # the reader found the new page built
+    assert views._cache.builds == builds  # the reader found the new page built
 
 
-def test_the_public_page_lists_the_newest_unranked_and_counts_all(served_factory, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_the_public_page_lists_the_newest_unranked_and_counts_all(
+    served_factory, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     served = served_factory()
-    monkeypatch.setattr(web, "MAX_UNRANKED_SHOWN", 1)
+    monkeypatch.setattr(pages, "MAX_UNRANKED_SHOWN", 1)
     track1 = httpx.get(served.url + "/api/v1/leaderboard?track=1").json()["unranked"]
     assert len(track1) == 2
     page = httpx.get(served.url + "/leaderboard").text
