@@ -1,6 +1,6 @@
 """The run directory: logs, metrics and resumable state, each written atomically.
 
-Layout::
+Layout (the names uploaded are those of ``benchmark.submission_contract``)::
 
     RUN_DIR/config.json                 the run's TrainConfig (+ data and base paths)
     RUN_DIR/communication_log.csv       competition format, one row per message
@@ -32,8 +32,15 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from baselines.communication import CommunicationLog
+from benchmark.submission_contract import (
+    CHECKPOINT_DIR,
+    COMMUNICATION_DETAILS,
+    COMMUNICATION_LOG,
+    CONFIG_FILE,
+    METRICS_FILE,
+    STATE_DIR,
+)
 
-STATE = "state"
 CLIENT_STATES = "clients.safetensors"
 
 
@@ -113,11 +120,11 @@ class RunDirectory:
     @property
     def checkpoint(self) -> Path:
         """Where the final model goes."""
-        return self.path / "checkpoint"
+        return self.path / CHECKPOINT_DIR
 
     def has_state(self) -> bool:
         """Whether a completed round was saved."""
-        return (self.path / STATE / "latest.json").is_file()
+        return (self.path / STATE_DIR / "latest.json").is_file()
 
     def is_empty(self) -> bool:
         """Whether the directory is missing or empty."""
@@ -129,14 +136,14 @@ class RunDirectory:
         Raises:
             FileNotFoundError: if there is none.
         """
-        path = self.path / "config.json"
+        path = self.path / CONFIG_FILE
         if not path.is_file():
             raise FileNotFoundError(f"{path} does not exist: {self.path} is not a run directory")
         return json.loads(path.read_text(encoding="utf-8"))
 
     def write_config(self, config: dict[str, Any]) -> None:
         """Save ``config.json``."""
-        atomic_write_json(self.path / "config.json", config)
+        atomic_write_json(self.path / CONFIG_FILE, config)
 
     def commit_round(self, state: RunState) -> None:
         """Save a completed round, then refresh the logs and metrics in the run directory.
@@ -144,7 +151,7 @@ class RunDirectory:
         Args:
             state: the state after the round.
         """
-        state_root = self.path / STATE
+        state_root = self.path / STATE_DIR
         state_root.mkdir(parents=True, exist_ok=True)
         name = f"round-{state.federated_round:04d}"
         tmp = Path(tempfile.mkdtemp(dir=state_root, prefix=f".{name}."))
@@ -154,15 +161,23 @@ class RunDirectory:
             tmp / "strategy.safetensors",
         )
         save_file(
-            {f"{client}/{name}": tensor.contiguous()
-             for client, tensors in state.client_states.items()
-             for name, tensor in tensors.items()},
+            {
+                f"{client}/{name}": tensor.contiguous()
+                for client, tensors in state.client_states.items()
+                for name, tensor in tensors.items()
+            },
             tmp / CLIENT_STATES,
         )
-        (tmp / "communication_log.jsonl").write_text(state.log.to_jsonl(), encoding="utf-8")
+        (tmp / COMMUNICATION_DETAILS).write_text(state.log.to_jsonl(), encoding="utf-8")
         (tmp / "progress.json").write_text(
-            json.dumps({"round": state.federated_round, "metrics": state.metrics,
-                        "timing": state.timing, "personalised": state.personalised}),
+            json.dumps(
+                {
+                    "round": state.federated_round,
+                    "metrics": state.metrics,
+                    "timing": state.timing,
+                    "personalised": state.personalised,
+                }
+            ),
             encoding="utf-8",
         )
         replace_directory(tmp, state_root / name)
@@ -174,10 +189,10 @@ class RunDirectory:
 
     def write_logs(self, log: CommunicationLog, metrics: list[dict[str, Any]]) -> None:
         """Write the communication logs and ``metrics.jsonl``."""
-        atomic_write_text(self.path / "communication_log.csv", log.to_csv())
-        atomic_write_text(self.path / "communication_log.jsonl", log.to_jsonl())
+        atomic_write_text(self.path / COMMUNICATION_LOG, log.to_csv())
+        atomic_write_text(self.path / COMMUNICATION_DETAILS, log.to_jsonl())
         atomic_write_text(
-            self.path / "metrics.jsonl",
+            self.path / METRICS_FILE,
             "".join(json.dumps(row, sort_keys=True) + "\n" for row in metrics),
         )
 
@@ -187,20 +202,20 @@ class RunDirectory:
         Raises:
             FileNotFoundError: when no round was completed.
         """
-        pointer = self.path / STATE / "latest.json"
+        pointer = self.path / STATE_DIR / "latest.json"
         if not pointer.is_file():
             raise FileNotFoundError(
                 f"{self.path} holds no completed round to resume from; start without --resume"
             )
         latest = json.loads(pointer.read_text(encoding="utf-8"))
-        directory = self.path / STATE / latest["dir"]
+        directory = self.path / STATE_DIR / latest["dir"]
         progress = json.loads((directory / "progress.json").read_text(encoding="utf-8"))
         return RunState(
             federated_round=int(latest["round"]),
             weights=load_file(directory / "global.safetensors"),
             strategy_state=load_file(directory / "strategy.safetensors"),
             log=CommunicationLog.from_jsonl(
-                (directory / "communication_log.jsonl").read_text(encoding="utf-8")
+                (directory / COMMUNICATION_DETAILS).read_text(encoding="utf-8")
             ),
             metrics=progress["metrics"],
             timing=progress["timing"],

@@ -18,12 +18,14 @@ from baselines.methods import Method
 from baselines.run_directory import RunDirectory, atomic_write_json, replace_directory
 from baselines.strategies.fedavgm import FedAvgM
 from benchmark.model.checkpoint import disk_state_dict
-from benchmark.model.personalisation import (
+from benchmark.model.personalisation import personalisation_delta, write_personalisations
+from benchmark.submission_contract import (
+    CHECKPOINT_DIR,
     PERSONAL_DIR,
-    personalisation_delta,
-    write_personalisations,
+    PRIVACY_FILE,
+    SUBMISSION_FILE,
 )
-from benchmark.tracks import COMMUNICATION, PERSONALISATION, PRIVACY
+from benchmark.tracks import TRACKS, Track
 
 
 def write_submission(
@@ -68,7 +70,7 @@ def write_submission(
         raise
     declaration = method.privacy_declaration()
     if declaration is not None:
-        atomic_write_json(run_dir.path / "privacy.json", declaration)
+        atomic_write_json(run_dir.path / PRIVACY_FILE, declaration)
     personal = None
     if personal_model is not None:
         personal = write_personal(run_dir, method, exported, personal_model, num_clients)
@@ -79,7 +81,7 @@ def write_submission(
     last = metrics[-1] if metrics else {}
     submission = {
         "method": config.preset,
-        "track": _track(declaration, personal).number,
+        "track": run_track(_written_parts(declaration, personal)).number,
         "rounds": config.rounds,
         "clients": num_clients,
         "clients_per_round": config.clients_per_round,
@@ -95,12 +97,20 @@ def write_submission(
         "bytes_uplink": directions["up"],
         "bytes_per_message": sizes[0] if len(sizes) == 1 else (sizes or 0),
         "val_anls": last.get("val_anls"),
-        "checkpoint": "checkpoint",
+        "checkpoint": CHECKPOINT_DIR,
         **({} if personal is None else {"personal": personal}),
         **info,
     }
-    atomic_write_json(run_dir.path / "submission.json", submission)
+    atomic_write_json(run_dir.path / SUBMISSION_FILE, submission)
     return submission
+
+
+def _written_parts(declaration: dict[str, Any] | None, personal: dict[str, Any] | None) -> set[str]:
+    """The upload parts a run writes: the checkpoint, logs and metadata, and the privacy
+    declaration and personalisations when its method has them."""
+    written = {"model", "communication_log", "communication_details", "metadata"}
+    return written | {name for name, value in (("privacy", declaration), ("personal", personal))
+                      if value is not None}  # fmt: skip
 
 
 def server_step(config: TrainConfig) -> dict[str, Any]:
@@ -120,11 +130,25 @@ def server_step(config: TrainConfig) -> dict[str, Any]:
             "momentum": float(momentum)}  # fmt: skip
 
 
-def _track(declaration: dict[str, Any] | None, personal: dict[str, Any] | None):
-    """Track 3 with personalisations, track 2 with a privacy declaration, else track 1."""
-    if personal is not None:
-        return PERSONALISATION
-    return COMMUNICATION if declaration is None else PRIVACY
+def run_track(written: set[str]) -> Track:
+    """The track of a run that wrote these upload parts: the track with the most parts among
+    those whose parts were all written, the later track on a tie (a run with a privacy
+    declaration and personalisations is a track-3 run).
+
+    Args:
+        written: the parts the run wrote (``benchmark.submission_contract.PARTS`` keys).
+
+    Returns:
+        The track (track 3 with personalisations, track 2 with a privacy declaration, else
+        track 1).
+
+    Raises:
+        ValueError: no track takes these parts.
+    """
+    fitting = [track for track in TRACKS.values() if set(track.parts) <= written]
+    if not fitting:
+        raise ValueError(f"no track takes a submission of the parts {sorted(written)}")
+    return max(fitting, key=lambda track: (len(track.parts), track.number))
 
 
 def write_personal(

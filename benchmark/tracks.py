@@ -17,33 +17,19 @@ that pre-trains on client data without logging it breaks the rules like any unlo
 Track 2 takes no pre-training phase (its privacy declaration would not cover it).
 
 The submission writer (``baselines.submission``), the evaluator (upload checks, worker) and the
-leaderboard (ranking, pages, exports) read this module. A new track is one more :class:`Track`
-in :data:`TRACKS`, plus its scoring step in the evaluator's worker (for the parts only it
-needs) and its ranking function in ``leaderboard.ranking.RANKINGS``.
+leaderboard (ranking, pages, exports) iterate over :data:`TRACKS`. A new track is one more
+:class:`Track` in :data:`TRACKS`, plus its ranking function in
+``leaderboard.ranking.RANKINGS``; a part only it needs (``benchmark.submission_contract``) has a
+scoring step in the evaluator's worker, a figure only it has a column in ``evaluator.models``
+(and a migration), a plot of its own an entry in ``leaderboard.plots.PLOTS`` and a page section
+of its own a partial in ``leaderboard/templates/tracks/``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: upload parts and the files of a run directory they come from.
-PART_FILES: dict[str, str] = {
-    "model": "checkpoint/model.safetensors",
-    "communication_log": "communication_log.csv",
-    "communication_details": "communication_log.jsonl",
-    "metadata": "submission.json",
-    "privacy": "privacy.json",
-    "personal": "personal",  # a directory: client_{k}.safetensors for k = 0..K-1
-}
-#: what each upload part is, for messages ("track 2 needs a privacy declaration").
-PART_DESCRIPTIONS: dict[str, str] = {
-    "model": "a checkpoint",
-    "communication_log": "a communication log",
-    "communication_details": "the detailed communication log",
-    "metadata": "submission metadata",
-    "privacy": "a privacy declaration",
-    "personal": "per-client personalisations (personal/client_{k}.safetensors)",
-}
+from benchmark.submission_contract import PARTS
 
 
 @dataclass(frozen=True)
@@ -55,12 +41,20 @@ class Track:
         name: short name (``communication``, ``privacy``, ``personalisation``).
         ranking: the figure a track ranks on (``total_bytes``: fewer first; ``anls`` and
             ``personal_anls``, the mean personalised ANLS: higher first).
-        parts: the upload parts a submission of this track needs (keys of :data:`PART_FILES`).
+        parts: the upload parts a submission of this track needs (keys of
+            ``benchmark.submission_contract.PARTS``).
         threshold: the ANLS a submission must reach to be ranked on the real PFL-DocVQA data
             (``None``: no threshold); a benchmark directory may state its own.
         threshold_key: the key of ``benchmark.json`` that states a benchmark's own threshold.
         budgets: the epsilon budgets, one ranking each (empty: one ranking).
         delta: the largest delta a privacy claim may have (``None``: no privacy claim).
+        title: what the track measures, the heading of its page section.
+        result_columns: the result columns only this track fills (the evaluator's
+            ``Submission`` columns, the leaderboard's ``Row`` fields), shown and exported beside
+            the scores every track has.
+        plot: the name of its plot in ``leaderboard.plots.PLOTS`` (``None``: no plot).
+        section: its page section, a template partial under ``leaderboard/templates/``
+            (``tracks/table.html`` shows one table of the result columns).
     """
 
     number: int
@@ -71,6 +65,18 @@ class Track:
     threshold_key: str | None = None
     budgets: tuple[float, ...] = ()
     delta: float | None = None
+    title: str = ""
+    result_columns: tuple[str, ...] = ()
+    plot: str | None = None
+    section: str = "tracks/table.html"
+
+    def __post_init__(self) -> None:
+        unknown = [part for part in self.parts if part not in PARTS]
+        if unknown:
+            raise ValueError(
+                f"track {self.number}: unknown parts {unknown}; the upload parts are those of "
+                "benchmark.submission_contract.PARTS"
+            )
 
 
 COMMUNICATION = Track(
@@ -80,6 +86,9 @@ COMMUNICATION = Track(
     parts=("model", "communication_log", "communication_details", "metadata"),
     threshold=0.8242,  # 95% of the organisers' FedAvg test ANLS (0.8676)
     threshold_key="track1_threshold",
+    title="communication efficiency",
+    plot="bytes",
+    section="tracks/communication.html",
 )
 PRIVACY = Track(
     number=2,
@@ -88,12 +97,25 @@ PRIVACY = Track(
     parts=("model", "communication_log", "communication_details", "metadata", "privacy"),
     budgets=(1.0, 4.0, 8.0),
     delta=1e-5,
+    title="differential privacy per provider",
+    result_columns=("epsilon", "delta", "privacy_verified"),
+    plot="epsilon",
+    section="tracks/privacy.html",
 )
 PERSONALISATION = Track(
     number=3,
     name="personalisation",
     ranking="personal_anls",
     parts=("model", "communication_log", "communication_details", "metadata", "personal"),
+    title="personalisation",
+    result_columns=(
+        "personal_anls",
+        "personal_anls_std",
+        "personal_worst_anls",
+        "global_unseen_anls",
+    ),
+    plot="personal",
+    section="tracks/personalisation.html",
 )
 
 #: number -> track.
@@ -126,8 +148,8 @@ def track_numbers() -> str:
 
 
 def common_parts() -> tuple[str, ...]:
-    """The upload parts every track needs, in :data:`PART_FILES` order."""
-    return tuple(part for part in PART_FILES if all(part in t.parts for t in TRACKS.values()))
+    """The upload parts every track needs, in ``benchmark.submission_contract.PARTS`` order."""
+    return tuple(part for part in PARTS if all(part in t.parts for t in TRACKS.values()))
 
 
 def tracks_needing(part: str) -> list[int]:

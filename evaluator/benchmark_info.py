@@ -7,6 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from benchmark.info import benchmark_json_files
+from benchmark.tracks import tracks_needing
 
 DEFAULT_CLIENTS = 10
 
@@ -53,9 +54,10 @@ def test_split_path(data_dir: Path) -> Path | None:
 def track_unavailable(data_dir: Path | None, track: int) -> str | None:
     """Why this evaluator cannot score ``track`` on its benchmark, or None when it can.
 
-    Track 3 needs, beside the hidden test split, the clients' training files: they say which
-    client holds each provider, hence which test questions are each client's own. An organiser
-    who copied only ``evaluator/`` would otherwise see every track-3 job fail at scoring. A
+    A track whose submissions carry personalisations (track 3) needs, beside the hidden test
+    split, the clients' training files: they say which client holds each provider, hence which
+    test questions are each client's own. An organiser who copied only ``evaluator/`` would
+    otherwise see every such job fail at scoring. A
     directory without a test split (no benchmark configured) is not checked. Cached per process:
     restart the service after fixing the directory.
 
@@ -63,7 +65,9 @@ def track_unavailable(data_dir: Path | None, track: int) -> str | None:
         data_dir: the benchmark directory, or None.
         track: the track number.
     """
-    if data_dir is None or track != 3 or test_split_path(data_dir) is None:
+    if data_dir is None or track not in tracks_needing("personal"):
+        return None
+    if test_split_path(data_dir) is None:
         return None
     from benchmark.data import DataError, personal_splits
 

@@ -8,18 +8,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-RUN_FILES = {
-    "model": ("checkpoint/model.safetensors", "application/octet-stream"),
-    "communication_log": ("communication_log.csv", "text/csv"),
-    "communication_details": ("communication_log.jsonl", "application/jsonl"),
-    "privacy": ("privacy.json", "application/json"),
-    "metadata": ("submission.json", "application/json"),
-}
-OPTIONAL = {"privacy"}
+from benchmark.submission_contract import PARTS, Part
+from benchmark.tracks import common_parts
+
 FINAL_STATES = {"finished", "rejected", "failed"}
-#: track 3: ``personal/client_{k}.safetensors`` is uploaded as the form field ``personal_{k}``.
-PERSONAL_DIR = "personal"
-_PERSONAL_FILE = re.compile(r"^client_([0-9]+)\.safetensors$")
+#: a file of a per-client part's directory: ``client_{k}.safetensors`` is uploaded as the form
+#: field ``{part}_{k}`` (the server refuses a k outside 0..K-1).
+_CLIENT_FILE = re.compile(r"^client_([0-9]+)\.safetensors$")
 
 
 class SubmitError(RuntimeError):
@@ -33,29 +28,43 @@ def run_files(run_dir: Path) -> dict[str, Path]:
         run_dir: a directory written by ``pflkit train``.
 
     Returns:
-        Form field -> file: the parts of :data:`RUN_FILES`, and ``personal_{k}`` for each
+        Form field -> file, for the parts of ``benchmark.submission_contract.PARTS`` the run
+        holds: one field per file, and ``personal_{k}`` for each
         ``personal/client_{k}.safetensors`` of a track-3 run.
 
     Raises:
-        SubmitError: a required file is missing, or ``personal/`` holds anything else.
+        SubmitError: a part every track needs is missing, or ``personal/`` holds anything else.
     """
-    parts: dict[str, Path] = {}
-    for part, (relative, _) in RUN_FILES.items():
-        path = Path(run_dir) / relative
-        if path.is_file():
-            parts[part] = path
-        elif part not in OPTIONAL:
-            raise SubmitError(f"{path} is missing: a run directory needs {relative}")
-    personal = Path(run_dir) / PERSONAL_DIR
-    if personal.is_dir():
-        for path in sorted(personal.iterdir()):
-            match = _PERSONAL_FILE.match(path.name)
+    required = common_parts()
+    fields: dict[str, Path] = {}
+    for part in PARTS.values():
+        path = Path(run_dir) / part.run_path
+        if part.per_client:
+            fields.update(_client_files(part, path))
+        elif path.is_file():
+            fields[part.name] = path
+        elif part.name in required:
+            raise SubmitError(f"{path} is missing: a run directory needs {part.run_path}")
+    return fields
+
+
+def _client_files(part: Part, directory: Path) -> dict[str, Path]:
+    """Form field ``{part}_{k}`` -> ``directory/client_{k}.safetensors`` (none without the
+    directory).
+
+    Raises:
+        SubmitError: the directory holds anything else.
+    """
+    fields: dict[str, Path] = {}
+    if directory.is_dir():
+        for path in sorted(directory.iterdir()):
+            match = _CLIENT_FILE.match(path.name)
             if match is None or not path.is_file():
                 raise SubmitError(
-                    f"{path}: {PERSONAL_DIR}/ holds only client_{{k}}.safetensors files"
+                    f"{path}: {part.run_path}/ holds only client_{{k}}.safetensors files"
                 )
-            parts[f"personal_{int(match.group(1))}"] = path
-    return parts
+            fields[f"{part.name}_{int(match.group(1))}"] = path
+    return fields
 
 
 def submit(run_dir: Path, *, server: str, token: str, timeout: float = 600.0) -> dict[str, Any]:
@@ -140,8 +149,8 @@ def wait(
 
 
 def _content_type(field: str) -> str:
-    """The Content-Type of a form field (personalisations are safetensors files)."""
-    return RUN_FILES[field][1] if field in RUN_FILES else "application/octet-stream"
+    """The Content-Type of a form field (a per-client part's fields are safetensors files)."""
+    return PARTS[field].content_type if field in PARTS else "application/octet-stream"
 
 
 def _detail(response: Any) -> str:

@@ -28,7 +28,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from benchmark.tracks import TRACKS
+from benchmark.tracks import TRACKS, track_numbers
 from evaluator import team_names
 
 
@@ -228,10 +228,6 @@ class OrganiserSession(Base):
     team: Mapped[Team] = relationship()
 
 
-#: the track numbers of ``benchmark.tracks`` (``Literal[1, 2]`` today).
-TrackNumber = Literal[tuple(sorted(TRACKS))]  # type: ignore[valid-type]
-
-
 class BoardVersion(Base):
     """One row whose ``version`` grows with every change to a submission, in the change's own
     transaction: the leaderboard's pages are cached per version (``evaluator.crud``).
@@ -276,7 +272,7 @@ class SubmissionMetadata(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    track: TrackNumber
+    track: int
     method: str = Field(min_length=1, max_length=200)
     description: str = Field(default="", max_length=10_000)
     clients: int | None = Field(default=None, ge=1, le=100_000)
@@ -289,9 +285,12 @@ class SubmissionMetadata(BaseModel):
     @field_validator("track", mode="before")
     @classmethod
     def _integer_track(cls, value: Any) -> Any:
-        """``true`` equals 1 in Python but is no track number: only JSON integers are."""
+        """A track of ``benchmark.tracks.TRACKS``, read when validated (a track added later
+        counts); ``true`` equals 1 in Python but is no track number: only JSON integers are."""
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValueError(f"track must be a JSON integer, got {value!r}")
+        if value not in TRACKS:
+            raise ValueError(f"track must be {track_numbers()}, got {value}")
         return value
 
     def official_logger_bytes(self) -> int | None:
@@ -347,8 +346,9 @@ class ResultsPublic(BaseModel):
     n_out: int | None = None
     total_bytes: int | None = None
     official_logger_total_bytes: int | None = Field(
-        default=None, description="what the official starter kit's logger would have counted "
-        "(as the published tables did), declared in submission.json: not checked, not ranked"
+        default=None,
+        description="what the official starter kit's logger would have counted "
+        "(as the published tables did), declared in submission.json: not checked, not ranked",
     )
     bytes_up: int | None = None
     bytes_down: int | None = None

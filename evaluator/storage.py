@@ -17,25 +17,26 @@ import shutil
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from python_multipart.multipart import MultipartParser, MultipartState, parse_options_header
 
-from benchmark.model.personalisation import PERSONAL_DIR, personal_file_name
+from benchmark.submission_contract import (
+    PARTS,
+    PERSONAL_DIR,
+    PERSONAL_FIELD,
+    personal_file_name,
+    stored_name,
+)
 from benchmark.tracks import common_parts, tracks_needing
 from evaluator.validation.errors import InvalidSubmission
 from evaluator.validation.metadata import metadata_track, parse_metadata
 
-FILENAMES = {
-    "model": "model.safetensors",
-    "communication_log": "communication_log.csv",
-    "communication_details": "communication_log.jsonl",
-    "privacy": "privacy.json",
-    "metadata": "metadata.json",
-    "personal": PERSONAL_DIR,  # a directory: one file per client, from form fields personal_{k}
-}
-#: the form field of client k's personalisation: ``personal_{k}``.
-PERSONAL_FIELD = re.compile(r"^personal_(0|[1-9][0-9]{0,5})$")
+if TYPE_CHECKING:
+    from evaluator.core.config import Settings
+
+#: part -> its stored name (``benchmark.submission_contract``: :func:`stored_name`).
+FILENAMES = {name: part.stored_name for name, part in PARTS.items()}
 #: the parts every track needs (``benchmark.tracks``); the others are checked per track.
 REQUIRED_PARTS = common_parts()
 FLUSH_BYTES = 1024 * 1024
@@ -83,7 +84,7 @@ class SubmissionStore:
 
     def file(self, submission_id: str, part: str) -> Path:
         """Path of one part of a stored submission."""
-        return self.directory(submission_id) / FILENAMES[part]
+        return self.directory(submission_id) / stored_name(part)
 
     def commit(self, submission_id: str) -> Path:
         """Flush an upload to disk and move it into place in one rename."""
@@ -109,14 +110,30 @@ def _optional_parts() -> str:
     """Which parts only some tracks need: ``privacy only for track 2``."""
     return ", ".join(
         f"{_field_name(part)} only for track {' or '.join(map(str, tracks_needing(part)))}"
-        for part in FILENAMES
-        if part not in REQUIRED_PARTS
+        for part in PARTS
+        if part not in common_parts()
     )
 
 
+def upload_limits(settings: Settings) -> dict[str, int]:
+    """The most bytes of each single-file part: the setting its contract entry names.
+
+    Args:
+        settings: the service settings.
+
+    Returns:
+        Form field -> most bytes, for :func:`receive_multipart`.
+    """
+    return {
+        name: getattr(settings, part.limit_setting)
+        for name, part in PARTS.items()
+        if not part.per_client
+    }
+
+
 def _field_name(part: str) -> str:
-    """The form field(s) of a part: ``personal_{k}`` (one per client) for the personalisations."""
-    return "personal_{k}" if part == "personal" else part
+    """The form field(s) of a part: ``{part}_{k}`` (one per client) for a per-client part."""
+    return f"{part}_{{k}}" if PARTS[part].per_client else part
 
 
 def _fsync_directory(path: Path) -> None:
@@ -250,14 +267,14 @@ class _PartWriter:
                 )
             self.limits[name] = self.personal.max_file_bytes
             return self.directory / PERSONAL_DIR / personal_file_name(client)
-        if name not in self.limits or name == "personal":
-            fields = [_field_name(part) for part in FILENAMES]
+        if name not in self.limits or name not in PARTS or PARTS[name].per_client:
+            fields = [_field_name(part) for part in PARTS]
             raise UploadError(
                 422,
                 f"unknown form field {name[:40]!r}; send the fields "
                 f"{', '.join(fields)} ({_optional_parts()})",
             )
-        return self.directory / FILENAMES[name]
+        return self.directory / stored_name(name)
 
     def _require_personal_track(self, name: str) -> None:
         """Refuse a ``personal_{k}`` field unless the metadata, already received, names a track
@@ -316,7 +333,7 @@ class _PartWriter:
         Raises:
             UploadError: 422 with the parser's reason.
         """
-        raw = (self.directory / FILENAMES["metadata"]).read_bytes()
+        raw = (self.directory / stored_name("metadata")).read_bytes()
         try:
             self.metadata = parse_metadata(raw, max_bytes=self.limits["metadata"])
         except InvalidSubmission as exc:
@@ -408,7 +425,7 @@ async def receive_multipart(
         writer.close()
     if error is not None:
         raise error
-    missing = [part for part in REQUIRED_PARTS if part not in writer.received]
+    missing = [part for part in common_parts() if part not in writer.received]
     if missing:
         raise UploadError(422, f"missing form fields: {', '.join(missing)}")
     return ReceivedParts(

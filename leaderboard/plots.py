@@ -4,8 +4,7 @@ Track 1: test ANLS against total bytes on a log axis, with the threshold line; r
 submissions filled, the ones below the threshold hollow. Track 2: test ANLS against the claimed
 epsilon of verified claims, with the budgets as vertical guides. Track 3: per client, the
 personalised ANLS (filled) against the global model's (hollow) for the top submissions.
-:data:`PLOTS` maps a track's
-ranking figure to its plot, as ``leaderboard.ranking.RANKINGS`` does to its ranking function.
+:data:`PLOTS` maps a track's plot name (``Track.plot``) to the function that draws it.
 """
 
 from __future__ import annotations
@@ -165,11 +164,11 @@ def _personal_plot(result: TrackResult) -> bytes:
     return track3_png([e.row for e in table.ranked[:TOP_PERSONAL]])
 
 
-#: ``Track.ranking`` -> the plot of a track ranked on that figure.
+#: ``Track.plot`` -> the function that draws that plot of a track's rankings.
 PLOTS: dict[str, Callable[[TrackResult], bytes]] = {
-    "total_bytes": _bytes_plot,
-    "anls": _epsilon_plot,
-    "personal_anls": _personal_plot,
+    "bytes": _bytes_plot,
+    "epsilon": _epsilon_plot,
+    "personal": _personal_plot,
 }
 
 
@@ -177,8 +176,8 @@ def track_png(result: TrackResult) -> bytes:
     """The plot of one track's rankings (:data:`PLOTS`).
 
     Raises:
-        LookupError: no plot is registered for the track's ranking figure.
+        LookupError: the track has no plot, or none registered under its name.
     """
-    if result.track.ranking not in PLOTS:
-        raise LookupError(f"no plot for tracks ranked on {result.track.ranking!r}")
-    return PLOTS[result.track.ranking](result)
+    if result.track.plot not in PLOTS:
+        raise LookupError(f"track {result.track.number} has no plot ({result.track.plot!r})")
+    return PLOTS[result.track.plot](result)

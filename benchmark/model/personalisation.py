@@ -15,7 +15,6 @@ afterwards (:func:`personalised`), so memory holds one model and one personalisa
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
@@ -33,22 +32,14 @@ from benchmark.model.checkpoint import (
     spec_data_bytes,
     validate_safetensors_file,
 )
+from benchmark.submission_contract import PERSONAL_DIR, PERSONAL_FILE, personal_file_name
 
 if TYPE_CHECKING:  # torch is imported on use: the scoring service's upload route checks
     import torch  # personalisations without loading it
 
-#: the directory of a run (and the upload part) that holds the personalisations.
-PERSONAL_DIR = "personal"
-_FILE = re.compile(r"^client_(0|[1-9][0-9]{0,5})\.safetensors$")
-
 
 class PersonalisationError(CheckpointError):
     """A personalisation file or directory that cannot be used, with what is wrong and where."""
-
-
-def personal_file_name(client: int) -> str:
-    """``client_{k}.safetensors``."""
-    return f"client_{client}.safetensors"
 
 
 def max_personal_file_bytes(spec: TensorSpec) -> int:
@@ -166,7 +157,7 @@ def _client_files(directory: Path, clients: int) -> dict[int, Path]:
     """client -> its file; anything else in the directory, or a missing client, is an error."""
     files: dict[int, Path] = {}
     for path in sorted(directory.iterdir()):
-        match = _FILE.match(path.name)
+        match = PERSONAL_FILE.match(path.name)
         if match is None:
             raise PersonalisationError(
                 f"{path}: unexpected entry; {PERSONAL_DIR}/ holds only client_{{k}}.safetensors "
@@ -253,7 +244,9 @@ def personalisation_delta(
     for name, personal in personal_tensors.items():
         reference = global_tensors[name]
         if personal.shape != reference.shape or personal.dtype != reference.dtype:
-            raise PersonalisationError(f"tensor {name!r}: shape or dtype differs from the global one")
+            raise PersonalisationError(
+                f"tensor {name!r}: shape or dtype differs from the global one"
+            )
         if not torch.equal(personal.cpu(), reference.cpu()):
             delta[name] = personal.detach().cpu().contiguous().clone()
     return delta

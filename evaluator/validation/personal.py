@@ -16,11 +16,11 @@ from typing import Any
 
 from benchmark.model.checkpoint import TensorSpec
 from benchmark.model.personalisation import (
-    PERSONAL_DIR,
     PersonalisationError,
     Personalisations,
     read_personalisations,
 )
+from benchmark.submission_contract import PERSONAL_DIR
 from evaluator.validation.errors import InvalidSubmission
 
 PART = "personal"

@@ -16,16 +16,14 @@ or for track 3 the SHA-256 of it and each personalisation's tensor digest in cli
 from __future__ import annotations
 
 import hashlib
-import re
 from pathlib import Path
 
 from benchmark.model.checkpoint import SafetensorsError, read_safetensors_header
-from benchmark.model.personalisation import PERSONAL_DIR
+from benchmark.submission_contract import PERSONAL_DIR, PERSONAL_FILE, personal_field
 from evaluator.validation.errors import InvalidSubmission
 
 #: bytes read from the file at a time.
 BLOCK_BYTES = 4 * 1024 * 1024
-_PERSONAL_FILE = re.compile(r"^client_(0|[1-9][0-9]{0,5})\.safetensors$")
 
 
 def _field(value: bytes) -> bytes:
@@ -54,7 +52,9 @@ def tensor_digest(path: Path, *, max_header_bytes: int, max_tensors: int,
             path, max_header_bytes=max_header_bytes, max_tensors=max_tensors
         )
     except SafetensorsError as error:
-        raise InvalidSubmission(part, f"{error.detail}; upload a file written by safetensors") from None
+        raise InvalidSubmission(
+            part, f"{error.detail}; upload a file written by safetensors"
+        ) from None
     digest = hashlib.sha256(b"pflkit tensor digest v1\n")
     with path.open("rb") as handle:
         for name in sorted(header.tensors):
@@ -99,15 +99,15 @@ def submission_fingerprint(directory: Path, *, model: str, max_header_bytes: int
     files = []
     if personal_dir.is_dir():
         for path in personal_dir.iterdir():
-            match = _PERSONAL_FILE.match(path.name)
+            match = PERSONAL_FILE.match(path.name)
             if match is not None:
                 files.append((int(match.group(1)), path))
     if not files:
         return checkpoint
     lines = [f"model {checkpoint}"] + [
-        f"personal_{k} "
+        f"{personal_field(k)} "
         + ("empty" if path.stat().st_size == 0  # the client uses the global model
-           else tensor_digest(path, **limits, part=f"personal_{k}"))
+           else tensor_digest(path, **limits, part=personal_field(k)))
         for k, path in sorted(files)
     ]  # fmt: skip
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()

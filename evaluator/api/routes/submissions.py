@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
+from benchmark.submission_contract import stored_name
 from benchmark.tracks import get_track, track_numbers, tracks_needing
 from evaluator import crud
 from evaluator.api.deps import (
@@ -41,12 +42,12 @@ from evaluator.models import (
     Team,
 )
 from evaluator.storage import (
-    FILENAMES,
     REQUIRED_PARTS,
     PersonalLimits,
     SubmissionStore,
     UploadError,
     receive_multipart,
+    upload_limits,
 )
 from evaluator.validation import InvalidSubmission
 from evaluator.validation.checkpoint import read_header
@@ -154,7 +155,7 @@ def check_upload(
     """
     if not raw:
         raw = parse_metadata(
-            (directory / FILENAMES["metadata"]).read_bytes(), max_bytes=settings.max_json_bytes
+            (directory / stored_name("metadata")).read_bytes(), max_bytes=settings.max_json_bytes
         )
     try:
         metadata = SubmissionMetadata.model_validate(raw)
@@ -171,16 +172,16 @@ def check_upload(
             "organisers"
         )  # fmt: skip
     check_track_parts(get_track(metadata.track), directory)
-    privacy = directory / FILENAMES["privacy"]
+    privacy = directory / stored_name("privacy")
     if privacy.is_file():
         load_declaration(privacy, max_bytes=settings.max_json_bytes)
     header = read_header(
-        directory / FILENAMES["model"],
+        directory / stored_name("model"),
         max_header_bytes=settings.max_header_bytes,
         max_tensors=settings.max_tensors,
     )
     clients = clients_of(settings.data_dir)
-    personal = directory / FILENAMES["personal"]
+    personal = directory / stored_name("personal")
     if personal.exists():
         check_personalisations(
             personal, header.tensors, clients,
@@ -188,7 +189,7 @@ def check_upload(
             max_total_bytes=settings.max_personal_bytes,
         )  # fmt: skip
     tally = parse_log(
-        directory / FILENAMES["communication_log"],
+        directory / stored_name("communication_log"),
         clients=clients,
         max_bytes=settings.max_log_bytes,
         max_rows=settings.max_log_rows,
@@ -197,7 +198,7 @@ def check_upload(
         max_messages_per_round=2 * clients * settings.max_messages_per_client_round,
     )
     read_details(
-        directory / FILENAMES["communication_details"], tally.rows,
+        directory / stored_name("communication_details"), tally.rows,
         max_bytes=settings.max_details_bytes, max_parameters=2 * settings.max_tensors,
     )  # fmt: skip
     return metadata
@@ -319,13 +320,7 @@ async def create_submission(
         submission_id = await run_in_threadpool(_reserve, sessions, team.id, settings.daily_quota)
     except crud.QuotaExceeded as exc:
         raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS, str(exc)) from None
-    limits = {
-        "model": settings.max_model_bytes,
-        "communication_log": settings.max_log_bytes,
-        "communication_details": settings.max_details_bytes,
-        "privacy": settings.max_json_bytes,
-        "metadata": settings.max_json_bytes,
-    }
+    limits = upload_limits(settings)
     try:
         received = await receive_multipart(
             request.stream(),
@@ -343,7 +338,7 @@ async def create_submission(
             check_upload, store.incoming(submission_id), settings, received.metadata
         )
         fingerprint = await run_in_threadpool(partial(
-            submission_fingerprint, store.incoming(submission_id), model=FILENAMES["model"],
+            submission_fingerprint, store.incoming(submission_id), model=stored_name("model"),
             max_header_bytes=settings.max_header_bytes, max_tensors=settings.max_tensors,
         ))  # fmt: skip
         await run_in_threadpool(store.commit, submission_id)
