@@ -7,9 +7,9 @@ One row per message, header ``federated_round,sender,receiver,amount_of_bytes``;
 (``evaluator.validation.commlog``) checks every row it reads with :func:`check_message`, so the
 writer and the validator cannot drift apart.
 
-The detailed log (``communication_log.jsonl``, :data:`DETAILS_FILENAME`) repeats every row with
-what the message carried: one JSON object a line, in the CSV's order, with at least the keys of
-:data:`DETAILS_KEYS`. ``parameters`` are the tensors' names in the model (a module's parameter
+The detailed log (``benchmark.submission_contract.COMMUNICATION_DETAILS``) repeats every row
+with what the message carried: one JSON object a line, in the CSV's order, with at least the
+keys of :data:`DETAILS_KEYS`. ``parameters`` are the tensors' names in the model (a module's parameter
 names, aliases of a tied tensor under one name); a LoRA adapter of the linear layer ``M``
 travels as ``M.lora_A.<adapter>.weight`` (r x in) and ``M.lora_B.<adapter>.weight`` (out x r),
 peft's names (:func:`lora_adapted_module`). ``format`` is a wire format of
@@ -24,12 +24,9 @@ import io
 import re
 from collections.abc import Iterable, Mapping
 
-FILENAME = "communication_log.csv"
 HEADER: tuple[str, ...] = ("federated_round", "sender", "receiver", "amount_of_bytes")
 #: the server's id in ``sender`` and ``receiver``.
 SERVER = -1
-#: the detailed log, beside the CSV in a run directory.
-DETAILS_FILENAME = "communication_log.jsonl"
 #: keys every line of the detailed log has (the engine writes more: direction, sha256...).
 DETAILS_KEYS: tuple[str, ...] = (*HEADER, "format", "parameters")
 _LORA_MATRIX = re.compile(r"(?P<module>.+)\.lora_(?P<matrix>[AB])\.[A-Za-z0-9_-]+\.weight")

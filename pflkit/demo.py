@@ -22,6 +22,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from benchmark.submission_contract import SUBMISSION_FILE
 from benchmark.tracks import TRACKS
 
 console = Console()
@@ -85,7 +86,7 @@ def train(data_dir: Path, run_dir: Path, options: tuple[str, ...], *, quiet: boo
         quiet: no progress bars; the output goes to ``RUN_DIR.log`` (a run trained beside
             another one).
     """
-    if (run_dir / "submission.json").is_file():
+    if (run_dir / SUBMISSION_FILE).is_file():
         console.print(f"[green]reusing[/green] the finished run {run_dir}")
         return run_dir
     resume = ("--resume",) if run_dir.exists() else ()
