@@ -7,7 +7,7 @@ the leaderboard reads. Layout (the FastAPI full-stack template's backend shape):
 - ``core/config.py`` settings (environment ``PFLKIT_EVALUATOR_*``), ``core/db.py`` engine and
   Alembic migrations (``migrations/``), ``core/security.py`` tokens, ``core/throttle.py`` the
   failed-authentication throttle, ``core/headers.py`` the security headers.
-- ``models.py`` tables and public schemas, ``crud.py`` database operations and the state machine.
+- ``models.py`` tables and public schemas, ``crud/`` database operations (one module per resource).
 - ``api/deps.py`` dependencies, ``api/routes/`` one router per resource, ``main.py`` the app.
 - ``storage.py`` streamed, atomic upload storage; ``queue.py`` the Huey queue;
   ``worker/`` the scoring worker (``runner.py`` leases and jobs, ``steps.py`` the checks and

@@ -1,0 +1,72 @@
+"""Database operations of the evaluator (keyword-only; the routes and the worker call these).
+
+One module per resource: ``teams.py``, ``quota.py``, ``submissions.py`` (reservation and the
+state machine, :func:`transition`), ``leases.py`` (the worker's claim and the reaper's moves),
+``board.py`` (the leaderboard's version), ``copies.py``, ``flags.py``,
+``organiser_sessions.py`` and ``status_reads.py`` (the status endpoint's one-query reads).
+Callers use ``from evaluator import crud`` and ``crud.<name>``: every public name is here.
+"""
+
+from evaluator.crud.board import board_changed, board_state, board_version
+from evaluator.crud.copies import find_copy, lock_checkpoint
+from evaluator.crud.flags import set_flags
+from evaluator.crud.leases import (
+    claim,
+    expired_leases,
+    queued,
+    renew_lease,
+    requeue_expired,
+    stale_received,
+)
+from evaluator.crud.organiser_sessions import (
+    create_organiser_session,
+    end_organiser_session,
+    organiser_by_session,
+)
+from evaluator.crud.quota import QuotaExceeded, day_start, used_quota
+from evaluator.crud.status_reads import Caller, StatusRead, caller_by_token, submission_for_token
+from evaluator.crud.submissions import (
+    delete_submission,
+    get_submission,
+    list_submissions,
+    request_rescore,
+    reserve_submission,
+    transition,
+)
+from evaluator.crud.teams import InvalidTeamName, TeamExists, create_team, lock_team, team_by_token
+
+__all__ = [
+    "Caller",
+    "InvalidTeamName",
+    "QuotaExceeded",
+    "StatusRead",
+    "TeamExists",
+    "board_changed",
+    "board_state",
+    "board_version",
+    "caller_by_token",
+    "claim",
+    "create_organiser_session",
+    "create_team",
+    "day_start",
+    "delete_submission",
+    "end_organiser_session",
+    "expired_leases",
+    "find_copy",
+    "get_submission",
+    "list_submissions",
+    "lock_checkpoint",
+    "lock_team",
+    "organiser_by_session",
+    "queued",
+    "renew_lease",
+    "request_rescore",
+    "requeue_expired",
+    "reserve_submission",
+    "set_flags",
+    "stale_received",
+    "submission_for_token",
+    "team_by_token",
+    "transition",
+    "used_quota",
+]

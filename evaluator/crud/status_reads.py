@@ -1,0 +1,143 @@
+"""The status endpoint's reads: the caller and the submission it may see, in one query each.
+
+The statements are built once at import (SQLAlchemy caches their SQL), so a status poll under
+load costs one round trip.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Select, and_, bindparam, or_, select
+from sqlalchemy.orm import Session
+
+from evaluator.core.security import hash_token
+from evaluator.models import (
+    PUBLIC_COLUMNS,
+    BoardVersion,
+    Submission,
+    SubmissionEvent,
+    SubmissionPublic,
+    Team,
+)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The team behind a token, and the board version read in the same statement."""
+
+    team_id: int
+    is_organiser: bool
+    board_version: int
+
+
+@dataclass(frozen=True)
+class StatusRead:
+    """A submission as the holder of a token may see it (``view`` None: no such submission for
+    the caller), with its team's id and the board version it was read at."""
+
+    caller: Caller
+    owner_team_id: int | None
+    view: SubmissionPublic | None
+
+
+def _version_column() -> Any:
+    return (
+        select(BoardVersion.__table__.c.version)
+        .where(BoardVersion.__table__.c.id == 1)
+        .scalar_subquery()
+        .label("board_version")
+    )
+
+
+def _caller_statement() -> Select[Any]:
+    """The query of :func:`caller_by_token` (built once: SQLAlchemy caches its SQL)."""
+    teams = Team.__table__
+    return select(teams.c.id, teams.c.is_organiser, _version_column()).where(
+        teams.c.token_hash == bindparam("token_hash")
+    )
+
+
+def _submission_for_token_statement() -> Select[Any]:
+    """The query of :func:`submission_for_token` (built once: SQLAlchemy caches its SQL)."""
+    caller = Team.__table__.alias("caller")
+    owner = Team.__table__.alias("owner")
+    submissions = Submission.__table__
+    events = SubmissionEvent.__table__
+    visible = and_(
+        submissions.c.id == bindparam("submission_id"),
+        or_(submissions.c.team_id == caller.c.id, caller.c.is_organiser),
+    )
+    return (
+        select(
+            caller.c.id.label("caller_id"),
+            caller.c.is_organiser.label("caller_is_organiser"),
+            _version_column(),
+            owner.c.id.label("owner_id"),
+            owner.c.name.label("owner_name"),
+            *(submissions.c[name] for name in PUBLIC_COLUMNS),
+            events.c.from_status.label("event_from"),
+            events.c.to_status.label("event_to"),
+            events.c.at.label("event_at"),
+            events.c.detail.label("event_detail"),
+        )
+        .select_from(
+            caller.outerjoin(submissions, visible)
+            .outerjoin(owner, owner.c.id == submissions.c.team_id)
+            .outerjoin(events, events.c.submission_id == submissions.c.id)
+        )
+        .where(caller.c.token_hash == bindparam("token_hash"))
+        .order_by(events.c.id)
+    )
+
+
+_CALLER = _caller_statement()
+_SUBMISSION_FOR_TOKEN = _submission_for_token_statement()
+
+
+def caller_by_token(session: Session, *, token: str) -> Caller | None:
+    """The team holding ``token`` (by its hash, as :func:`team_by_token`) and the board
+    version, in one short query; None for an unknown token."""
+    row = session.execute(_CALLER, {"token_hash": hash_token(token)}).first()
+    if row is None:
+        return None
+    return Caller(team_id=row[0], is_organiser=bool(row[1]), board_version=int(row[2] or 0))
+
+
+def submission_for_token(session: Session, *, token: str, submission_id: str) -> StatusRead | None:
+    """The status view of a submission as the holder of ``token`` may see it, in one query.
+
+    The caller's team, the board version, the submission (only when it is the caller's or the
+    caller organises), its team and its transitions come back in one round trip: one row per
+    transition (one row without any), the submission's columns repeated.
+
+    Args:
+        session: open session.
+        token: the presented API token (looked up by its hash, as :func:`team_by_token`).
+        submission_id: the submission.
+
+    Returns:
+        None for an unknown token; else the read (organisers get full precision).
+    """
+    parameters = {"token_hash": hash_token(token), "submission_id": submission_id}
+    rows = session.execute(_SUBMISSION_FOR_TOKEN, parameters).mappings().all()
+    if not rows:
+        return None
+    first = rows[0]
+    caller = Caller(
+        team_id=first["caller_id"],
+        is_organiser=bool(first["caller_is_organiser"]),
+        board_version=int(first["board_version"] or 0),
+    )
+    if first["id"] is None:
+        return StatusRead(caller, None, None)
+    transitions = [
+        (r["event_from"], r["event_to"], r["event_at"], r["event_detail"])
+        for r in rows
+        if r["event_to"] is not None
+    ]
+    view = SubmissionPublic.from_values(
+        first, team=first["owner_name"], events=transitions, full_precision=caller.is_organiser
+    )
+    return StatusRead(caller, first["owner_id"], view)
