@@ -7,7 +7,7 @@ and track 3's per-client personalisations (`read_personalisations`, `write_perso
 `personalised`).
 
 The names are imported on first use, so a module that needs only the torch-free safetensors
-checks of `benchmark.model.checkpoint` (the scoring service's upload route) or a command's
+checks of `benchmark.model.checkpoint_validation` (the scoring service's upload route) or a command's
 options does not load torch and transformers.
 """
 
@@ -17,9 +17,9 @@ from benchmark.lazy_exports import lazy_exports
 
 __all__, __getattr__ = lazy_exports(__name__, {
     "batching": ("length_grouped_batches",),
-    "checkpoint": ("CheckpointError", "disk_state_dict", "expected_tensor_spec", "file_names",
-                   "read_checkpoint_config", "validate_checkpoint_dir",
-                   "validate_safetensors_file"),
+    "checkpoint": ("disk_state_dict", "expected_tensor_spec", "file_names",
+                   "read_checkpoint_config", "validate_checkpoint_dir"),
+    "checkpoint_validation": ("CheckpointError", "validate_safetensors_file"),
     "configuration_vt5": ("PROMPT_BOX", "VT5Config"),
     "conversion": ("convert_reference_checkpoint",),
     "loading": ("BASE_MODEL_DIR", "load_model", "load_processor", "resolve_checkpoint",

@@ -1,20 +1,23 @@
-"""Checkpoint validation: what a VT5 checkpoint directory must hold, checked without unpickling.
+"""Checkpoint directories: what a VT5 checkpoint directory holds and how its files are named.
 
-Used by the model loaders and by the scoring service on submitted checkpoints. A safetensors file
-is an 8-byte little-endian header length, a JSON header `{name: {dtype, shape, data_offsets}}`
-and the raw tensor bytes; the header and the offsets are checked before `safetensors` reads any
-tensor, so a truncated file, a pickle renamed `.safetensors` or an oversized header is refused
-with a message that names the file.
+A directory holds `config.json` (model_type "vt5"), `model.safetensors` (the tensors under the
+names ``save_pretrained`` writes, :func:`disk_state_dict`) and the tokenizer. Its config is read
+within a size limit and its weights checked against the config's tensor specification with the
+checks of ``benchmark.model.checkpoint_validation``; loading and saving are in
+``benchmark.model.loading``.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import struct
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from benchmark.model.checkpoint_validation import (
+    CheckpointError,
+    TensorSpec,
+    validate_safetensors_file,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -23,114 +26,8 @@ if TYPE_CHECKING:
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
-#: Largest accepted safetensors header (the real vt5-base header is about 100 KB).
-MAX_HEADER_BYTES = 8 * 1024 * 1024
 #: Largest accepted config.json.
 MAX_CONFIG_BYTES = 1024 * 1024
-
-#: safetensors dtype name -> bytes per value.
-DTYPE_BYTES = {
-    "BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1,
-    "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
-    "I32": 4, "U32": 4, "F32": 4,
-    "I64": 8, "U64": 8, "F64": 8,
-}
-FLOAT_DTYPES = frozenset({"F16", "BF16", "F32", "F64", "F8_E4M3", "F8_E5M2"})
-#: Most tensors accepted in one file (a VT5-base checkpoint holds about 600).
-MAX_TENSORS = 100_000
-#: Most dimensions accepted in one tensor's shape.
-MAX_DIMENSIONS = 8
-MAX_LISTED = 5
-
-TensorSpec = dict[str, tuple[tuple[int, ...], str]]
-
-
-class CheckpointError(ValueError):
-    """A checkpoint file or directory that cannot be used, with what is wrong and where."""
-
-
-class SafetensorsError(CheckpointError):
-    """A safetensors file that fails a check.
-
-    Attributes:
-        path: the file or directory at fault.
-        detail: what is wrong, without the path (the scoring service shows it to participants,
-            who must not see the service's paths).
-    """
-
-    def __init__(self, path: str | Path, detail: str) -> None:
-        super().__init__(f"{path}: {detail}")
-        self.path = Path(path)
-        self.detail = detail
-
-
-class SpecMismatch(SafetensorsError):
-    """A well-formed safetensors file whose tensors are not the expected ones.
-
-    Attributes:
-        missing: expected names the file lacks.
-        unexpected: names the file holds that are not expected.
-        wrong: ``(name, found, expected)`` for tensors of the wrong shape or dtype, found and
-            expected being ``(shape, dtype)``.
-    """
-
-    def __init__(
-        self,
-        path: str | Path,
-        missing: list[str],
-        unexpected: list[str],
-        wrong: list[tuple[str, tuple[tuple[int, ...], str], tuple[tuple[int, ...], str]]],
-    ) -> None:
-        self.missing, self.unexpected, self.wrong = missing, unexpected, wrong
-        problems = []
-        if missing:
-            problems.append(f"{len(missing)} missing tensor(s): {some(missing)}")
-        if unexpected:
-            problems.append(f"{len(unexpected)} unexpected tensor(s): {some(unexpected)}")
-        for name, (shape, dtype), (want_shape, want_dtype) in wrong:
-            if tuple(shape) != tuple(want_shape):
-                problems.append(
-                    f"tensor {name!r} has shape {list(shape)}, expected {list(want_shape)}"
-                )
-            if dtype != want_dtype:
-                problems.append(f"tensor {name!r} has dtype {dtype}, expected {want_dtype}")
-        super().__init__(path, "; ".join(problems[:8]))
-
-
-class NonFiniteTensors(SafetensorsError):
-    """Tensors holding NaN or infinite values.
-
-    Attributes:
-        names: the tensors at fault, in file order.
-    """
-
-    def __init__(self, path: str | Path, names: list[str]) -> None:
-        self.names = names
-        super().__init__(
-            path, f"tensor(s) {some(names)} hold NaN or infinite values"
-        )
-
-
-@dataclass(frozen=True)
-class SafetensorsHeader:
-    """The parsed header of a safetensors file.
-
-    Attributes:
-        tensors: name -> (shape, dtype).
-        offsets: name -> (begin, end) byte offsets in the data region.
-        data_start: byte position where the data region begins.
-        metadata: the optional ``__metadata__`` string map.
-    """
-
-    tensors: TensorSpec
-    offsets: dict[str, tuple[int, int]]
-    data_start: int
-    metadata: dict[str, str]
-
-    @property
-    def parameters(self) -> int:
-        """Number of values in all tensors."""
-        return sum(math.prod(shape) for shape, _ in self.tensors.values())
 
 
 def expected_tensor_spec(config: VT5Config) -> TensorSpec:
@@ -200,6 +97,7 @@ def file_names(model: torch.nn.Module) -> dict[str, str]:
     Returns:
         Module name (aliases included) -> file name, for every tensor the file holds.
     """
+
     def key(tensor: torch.Tensor) -> tuple[int, int, tuple[int, ...]]:
         return tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape)
 
@@ -207,234 +105,6 @@ def file_names(model: torch.nn.Module) -> dict[str, str]:
     tensors = [*model.named_parameters(remove_duplicate=False),
                *model.named_buffers(remove_duplicate=False)]  # fmt: skip
     return {name: stored[key(t)] for name, t in tensors if key(t) in stored}
-
-
-def spec_data_bytes(spec: TensorSpec) -> int:
-    """Bytes of the tensor data a file holding every tensor of a specification has."""
-    return sum(math.prod(shape) * DTYPE_BYTES[dtype] for shape, dtype in spec.values())
-
-
-def read_safetensors_header(
-    path: str | Path,
-    *,
-    max_header_bytes: int = MAX_HEADER_BYTES,
-    max_tensors: int = MAX_TENSORS,
-) -> SafetensorsHeader:
-    """Parse and check a safetensors header without reading any tensor.
-
-    Checks the size of the header, its structure, each entry's dtype, shape and offsets, and that
-    the offsets tile the data region exactly (no gap, overlap, truncation or padding).
-
-    Args:
-        path: the `.safetensors` file.
-        max_header_bytes: refuse headers larger than this.
-        max_tensors: refuse files with more tensors than this.
-
-    Returns:
-        The parsed header (``__metadata__`` apart).
-
-    Raises:
-        SafetensorsError: if the file is missing, not safetensors, truncated or inconsistent.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise SafetensorsError(path, "file not found")
-    size = path.stat().st_size
-    with path.open("rb") as handle:
-        prefix = handle.read(8)
-        if len(prefix) < 8:
-            raise SafetensorsError(
-                path, f"file of {size} bytes is too short to be a safetensors file"
-            )
-        (header_len,) = struct.unpack("<Q", prefix)
-        if header_len > max_header_bytes:
-            raise SafetensorsError(
-                path,
-                f"not a safetensors file: declared header of {header_len} bytes exceeds the "
-                f"limit of {max_header_bytes} bytes; {_what_it_looks_like(prefix)}",
-            )
-        if 8 + header_len > size:
-            raise SafetensorsError(
-                path,
-                f"truncated file: the header needs {8 + header_len} bytes but the file has {size}",
-            )
-        raw = handle.read(header_len)
-    try:
-        header = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise SafetensorsError(path, "the safetensors header is not valid JSON (bad UTF-8)") from None
-    except json.JSONDecodeError as error:
-        raise SafetensorsError(
-            path, f"the safetensors header is not valid JSON ({error.msg})"
-        ) from None
-    if not isinstance(header, dict):
-        raise SafetensorsError(path, "the safetensors header must be a JSON object")
-    metadata = header.pop("__metadata__", None) or {}
-    if not isinstance(metadata, dict) or not all(
-        isinstance(key, str) and isinstance(value, str) for key, value in metadata.items()
-    ):
-        raise SafetensorsError(path, "__metadata__ must map strings to strings")
-    if len(header) > max_tensors:
-        raise SafetensorsError(path, f"{len(header)} tensors exceed the limit of {max_tensors}")
-    tensors: TensorSpec = {}
-    offsets: dict[str, tuple[int, int]] = {}
-    for name, entry in header.items():
-        tensors[name], offsets[name] = _tensor_entry(path, name, entry)
-    _check_tiling(path, offsets, size - 8 - header_len)
-    return SafetensorsHeader(tensors, offsets, 8 + header_len, metadata)
-
-
-def _what_it_looks_like(prefix: bytes) -> str:
-    """Name a pickle or zip archive (what `torch.save` writes) from its first bytes."""
-    if prefix[:2] == b"PK" or prefix[:1] == b"\x80":
-        return "this is a pickle/zip (torch.save) file, refused without being opened"
-    return "pickle or torch.save archives are refused"
-
-
-def _tensor_entry(
-    path: Path, name: str, entry: object
-) -> tuple[tuple[tuple[int, ...], str], tuple[int, int]]:
-    """Check one header entry and return its (shape, dtype) and offsets."""
-    if not isinstance(entry, dict) or set(entry) != {"dtype", "shape", "data_offsets"}:
-        raise SafetensorsError(
-            path, f"tensor {name!r}: entry needs exactly dtype, shape, data_offsets"
-        )
-    dtype, shape, span = entry["dtype"], entry["shape"], entry["data_offsets"]
-    if dtype not in DTYPE_BYTES:
-        raise SafetensorsError(path, f"tensor {name!r}: unknown dtype {str(dtype)[:20]!r}")
-    if (
-        not isinstance(shape, list)
-        or not all(type(d) is int and d >= 0 for d in shape)
-        or len(shape) > MAX_DIMENSIONS
-    ):
-        raise SafetensorsError(
-            path,
-            f"tensor {name!r}: shape must be a list of at most {MAX_DIMENSIONS} non-negative "
-            "integers",
-        )
-    if (
-        not isinstance(span, list)
-        or len(span) != 2
-        or not all(type(o) is int and o >= 0 for o in span)
-        or span[0] > span[1]
-    ):
-        raise SafetensorsError(
-            path, f"tensor {name!r}: data_offsets must be [begin, end] with 0 <= begin <= end"
-        )
-    expected = math.prod(shape) * DTYPE_BYTES[dtype]
-    if span[1] - span[0] != expected:
-        raise SafetensorsError(
-            path,
-            f"tensor {name!r}: {span[1] - span[0]} bytes of data for shape {shape} in {dtype} "
-            f"(needs {expected})",
-        )
-    return (tuple(shape), dtype), (span[0], span[1])
-
-
-def _check_tiling(path: Path, offsets: dict[str, tuple[int, int]], data_size: int) -> None:
-    """The tensors' byte ranges must cover the data region exactly, without overlap."""
-    position = 0
-    for begin, end in sorted(offsets.values()):
-        if begin != position:
-            raise SafetensorsError(
-                path, "tensor data ranges overlap or leave gaps: the file is corrupt"
-            )
-        position = end
-    if position != data_size:
-        raise SafetensorsError(
-            path,
-            f"truncated or padded file: the header describes {position} bytes of tensor data "
-            f"but the file holds {data_size}",
-        )
-
-
-def check_against_spec(
-    path: str | Path, header: SafetensorsHeader, spec: TensorSpec, *, subset: bool = False
-) -> None:
-    """Require exactly the expected tensor names, shapes and dtypes.
-
-    Args:
-        path: the file the header was read from (named in the error).
-        header: its parsed header.
-        spec: `{name: (shape, dtype)}`, e.g. from `expected_tensor_spec`.
-        subset: the file may hold any subset of the specified tensors (a track-3
-            personalisation); by default it must hold all of them.
-
-    Raises:
-        SpecMismatch: listing the missing, unexpected and mismatched tensors.
-    """
-    missing = [] if subset else sorted(set(spec) - set(header.tensors))
-    unexpected = sorted(set(header.tensors) - set(spec))
-    wrong = [
-        (name, header.tensors[name], (tuple(spec[name][0]), spec[name][1]))
-        for name in sorted(set(spec) & set(header.tensors))
-        if tuple(header.tensors[name][0]) != tuple(spec[name][0])
-        or header.tensors[name][1] != spec[name][1]
-    ]
-    if missing or unexpected or wrong:
-        raise SpecMismatch(path, missing, unexpected, wrong)
-
-
-def check_finite(path: str | Path, header: SafetensorsHeader) -> None:
-    """Refuse NaN or infinite values, reading one floating-point tensor at a time (no pickle).
-
-    Args:
-        path: the file.
-        header: its parsed header.
-
-    Raises:
-        NonFiniteTensors: naming the tensors that hold NaN or inf.
-        SafetensorsError: the data cannot be read as safetensors.
-    """
-    import torch
-    from safetensors import safe_open
-
-    bad: list[str] = []
-    try:
-        with safe_open(str(path), framework="pt", device="cpu") as handle:
-            for name, (_, dtype) in header.tensors.items():
-                if dtype in FLOAT_DTYPES and not bool(torch.isfinite(handle.get_tensor(name)).all()):
-                    bad.append(name)
-    except Exception as error:  # safetensors raises its own error types on corrupt files
-        raise SafetensorsError(path, f"cannot be read as safetensors ({error})") from None
-    if bad:
-        raise NonFiniteTensors(path, bad)
-
-
-def validate_safetensors_file(
-    path: str | Path,
-    spec: TensorSpec,
-    *,
-    max_header_bytes: int = MAX_HEADER_BYTES,
-    max_tensors: int = MAX_TENSORS,
-    check_values: bool = True,
-    subset: bool = False,
-) -> SafetensorsHeader:
-    """Check a safetensors file: its header, its tensors against a spec, its values.
-
-    Args:
-        path: the `.safetensors` file.
-        spec: `{name: (shape, dtype)}`, e.g. from `expected_tensor_spec`.
-        max_header_bytes: refuse headers larger than this.
-        max_tensors: refuse files with more tensors than this.
-        check_values: also read every tensor and refuse NaN or infinite values.
-        subset: the file may hold any subset of the specified tensors (a track-3
-            personalisation); by default it must hold all of them.
-
-    Returns:
-        The parsed header.
-
-    Raises:
-        SafetensorsError: naming the file and the first problems found (:class:`SpecMismatch`
-            for missing, unexpected, wrongly shaped or typed tensors; :class:`NonFiniteTensors`
-            for NaN or infinite values).
-    """
-    header = read_safetensors_header(path, max_header_bytes=max_header_bytes,
-                                     max_tensors=max_tensors)
-    check_against_spec(path, header, spec, subset=subset)
-    if check_values:
-        check_finite(path, header)
-    return header
 
 
 def read_bounded_json(path: Path, *, max_bytes: int) -> Any:
@@ -513,9 +183,3 @@ def validate_checkpoint_dir(directory: str | Path, *, check_values: bool = True)
         raise CheckpointError(f"{weights}: missing; save the model with `save_pretrained`")
     validate_safetensors_file(weights, expected_tensor_spec(config), check_values=check_values)
     return config
-
-
-def some(names: list[str], limit: int = MAX_LISTED) -> str:
-    """The first few names of a list and how many more, for error messages."""
-    shown = ", ".join(names[:limit])
-    return shown + (f", and {len(names) - limit} more" if len(names) > limit else "")

@@ -42,7 +42,7 @@ def convert(source: str, target: str, visual_dir: str | None, box_scale: float) 
     settings of the public pipeline (lower-cased words, bilinear page resize, 19 answer tokens,
     box scale 1) are recorded in TARGET's config.json.
     """
-    from benchmark.model.checkpoint import CheckpointError
+    from benchmark.model.checkpoint_validation import CheckpointError
     from benchmark.model.conversion import convert_public_checkpoint
 
     try:

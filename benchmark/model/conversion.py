@@ -42,11 +42,11 @@ from benchmark.communication_log import LM_HEAD_NAME, TOKEN_EMBEDDING_NAMES
 from benchmark.model.checkpoint import (
     CONFIG_NAME,
     WEIGHTS_NAME,
-    CheckpointError,
     expected_tensor_spec,
     read_bounded_json,
     validate_checkpoint_dir,
 )
+from benchmark.model.checkpoint_validation import CheckpointError
 from benchmark.model.configuration_vt5 import RESAMPLE_FILTERS, VT5Config
 
 PICKLE_WEIGHTS_NAME = "pytorch_model.bin"

@@ -64,7 +64,7 @@ def load_model(
 
     Raises:
         FileNotFoundError: if the directory does not exist.
-        benchmark.model.checkpoint.CheckpointError: for a missing or invalid config or weights.
+        benchmark.model.checkpoint_validation.CheckpointError: for a missing or invalid config or weights.
     """
     directory = resolve_checkpoint(path_or_base)
     config = validate_checkpoint_dir(directory, check_values=check_values)

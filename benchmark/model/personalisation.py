@@ -4,9 +4,10 @@ A track-3 submission is the global checkpoint plus a directory ``personal/`` wit
 client, ``client_{k}.safetensors`` for k = 0..K-1. Each file holds replacement values for any
 subset of the global checkpoint's tensors, under the names, shapes and dtypes of its
 ``model.safetensors``; a file without tensors (or of zero bytes) means that client uses the
-global model. Files are checked like checkpoints (:mod:`benchmark.model.checkpoint`: header
-bounds, offsets, never unpickled, NaN and infinity refused), plus a per-file and a total size
-limit, and the directory must hold exactly the K files.
+global model. Files are checked like checkpoints
+(:mod:`benchmark.model.checkpoint_validation`: header bounds, offsets, never unpickled, NaN and
+infinity refused), plus a per-file and a total size limit, and the directory must hold exactly
+the K files.
 
 Scoring applies one client's personalisation to the one global model in place and restores it
 afterwards (:func:`personalised`), so memory holds one model and one personalisation at a time.
@@ -24,11 +25,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchmark.data.imdb import write_bytes
-from benchmark.model.checkpoint import (
+from benchmark.model.checkpoint import disk_state_dict
+from benchmark.model.checkpoint_validation import (
     MAX_HEADER_BYTES,
     CheckpointError,
     TensorSpec,
-    disk_state_dict,
     spec_data_bytes,
     validate_safetensors_file,
 )

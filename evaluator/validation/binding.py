@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmark.communication_log import SERVER, lora_adapted_module
-from benchmark.model.checkpoint import TensorSpec
+from benchmark.model.checkpoint_validation import TensorSpec
 from benchmark.wire_formats import UnknownWireFormat, data_bytes
 from evaluator.validation.commdetails import PART, DetailedMessage
 from evaluator.validation.commlog import CommunicationTally
@@ -269,8 +269,10 @@ def numerical_rank(before: Any, after: Any) -> tuple[int, Any, float]:
 
     eps = torch.finfo(after.dtype).eps
     wide_before, wide_after = before.to(torch.float64), after.to(torch.float64)
-    tolerance = RANK_TOLERANCE_EPS * eps * float(
-        torch.linalg.matrix_norm(wide_before) + torch.linalg.matrix_norm(wide_after)
+    tolerance = (
+        RANK_TOLERANCE_EPS
+        * eps
+        * float(torch.linalg.matrix_norm(wide_before) + torch.linalg.matrix_norm(wide_after))
     )
     singular = torch.linalg.svdvals(wide_after - wide_before)
     return int((singular > tolerance).sum()), singular, tolerance

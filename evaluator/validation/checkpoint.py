@@ -1,6 +1,6 @@
 """Checkpoint validation of uploads: the benchmark's safetensors checks, worded for participants.
 
-The checks are ``benchmark.model.checkpoint``'s (the one implementation, shared with the model
+The checks are ``benchmark.model.checkpoint_validation``'s (the one implementation, shared with the model
 loaders): the file is read as bytes, nothing is ever unpickled, the header is checked for size,
 structure and data offsets that tile the data region exactly, the tensors against the benchmark's
 VT5 specification, and the values for NaN or infinity one tensor at a time. This module turns
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmark.model.checkpoint import (
+from benchmark.model.checkpoint_validation import (
     MAX_LISTED,
     NonFiniteTensors,
     SafetensorsError,

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmark.model.checkpoint import TensorSpec
+from benchmark.model.checkpoint_validation import TensorSpec
 from benchmark.model.personalisation import (
     PersonalisationError,
     Personalisations,
