@@ -13,7 +13,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup constraints constraints-flower flower-setup demo test test-flower test-slow lint bench bench-dp bench-audit bench-device bench-train bench-api-fuzz clean
+.PHONY: setup constraints constraints-flower flower-setup demo test test-flower test-slow lint docs bench bench-dp bench-audit bench-device bench-train bench-api-fuzz clean
 
 setup: $(STAMP)
 
@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,docs]'
 	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 		|| echo "chromium could not be installed: the browser test will be skipped"; fi
@@ -88,8 +88,15 @@ test-flower: flower-setup
 test-slow: setup
 	$(BIN)/python -m pytest -m slow
 
+# ruff, then the import rules of docs/design.md (`[tool.importlinter]` in pyproject.toml).
 lint: setup
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-cache
+
+# The documentation site from docs/ into site/; --strict fails on a broken link, anchor, snippet
+# or API reference.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 # Speed figures, printed (not asserted): evaluation loop vs the starter kit's, scoring one
 # submission, the evaluator's status endpoint under concurrent load during uploads (also with
@@ -148,4 +155,4 @@ $(BENCH_DATA)/benchmark.json: | setup
 bench: $(BENCH_DATA)/benchmark.json
 
 clean:
-	rm -rf $(VENV) $(DEMO_DIR) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(DEMO_DIR) site .pytest_cache .ruff_cache
