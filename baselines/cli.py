@@ -168,10 +168,10 @@ def train(
         torch.set_num_threads(threads)
 
     from baselines.config import TrainConfig, all_option_specs
+    from baselines.engine.vt5_task import build_vt5_task
     from baselines.fsp.federation import build_federation
     from baselines.presets import all_presets, preset_config
     from baselines.run_directory import RunDirectory
-    from baselines.vt5_task import build_vt5_task
 
     flag = "--method" if method_alias is not None else "--preset"
     if preset is not None and method_alias is not None and preset != method_alias:

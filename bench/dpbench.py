@@ -83,11 +83,11 @@ def main() -> None:
 
     import torch
 
-    from baselines.client import FederatedClient
-    from baselines.parameters import get_values
+    from baselines.engine.client import FederatedClient
+    from baselines.engine.parameters import get_values
+    from baselines.engine.vt5_task import build_vt5_task
     from baselines.presets import preset_config
     from baselines.privacy.plan import make_plan
-    from baselines.vt5_task import build_vt5_task
     from benchmark.data.reader import find_split
 
     print(f"load average before: {os.getloadavg()}; torch threads {torch.get_num_threads()}")

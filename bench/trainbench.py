@@ -1,7 +1,7 @@
 """One client's local round through the kit's own client path: seconds, examples per second,
 peak memory, per preset and training setting.
 
-Each configuration builds a party holding client 0 (:meth:`baselines.client.FederatedClient.build`,
+Each configuration builds a party holding client 0 (:meth:`baselines.engine.client.FederatedClient.build`,
 so the model is placed on ``--device`` exactly as ``pflkit train`` places it), encodes the base's
 communicated values as the server would, and times :meth:`FederatedClient.fit` for one round:
 local training (or, for a DP preset, the per-provider path with its clipping and noise), the
@@ -57,11 +57,11 @@ def measure(preset: str, setting: str, *, data: Path, base: str, device: str,
     """Time one client's round of ``preset`` at ``setting``; the figures as a dict."""
     import torch
 
-    from baselines.client import FederatedClient
-    from baselines.communication import encode_message
-    from baselines.parameters import get_values
+    from baselines.engine.client import FederatedClient
+    from baselines.engine.communication import encode_message
+    from baselines.engine.parameters import get_values
+    from baselines.engine.vt5_task import build_vt5_task
     from baselines.presets import DP_COMPETITION_PRESETS, DP_PRESETS, preset_config
-    from baselines.vt5_task import build_vt5_task
 
     name, extra = VARIANTS.get(preset, (preset, {}))
     if name in DP_PRESETS or name in DP_COMPETITION_PRESETS:

@@ -1,8 +1,8 @@
 """The kit's federation on Flower's engines (deployment: SuperLink and SuperNodes; simulation).
 
-``server_app.py`` is a Flower ``ServerApp`` that runs :class:`~baselines.engine.FederatedSimulation`
+``server_app.py`` is a Flower ``ServerApp`` that runs :class:`~baselines.engine.simulation.FederatedSimulation`
 with the clients' part of each round sent to SuperNodes; ``client_app.py`` is the ``ClientApp``
-that runs :class:`~baselines.client.FederatedClient` on the node's own clients. Messages carry the
+that runs :class:`~baselines.engine.client.FederatedClient` on the node's own clients. Messages carry the
 kit's wire payloads byte for byte (``records.py``), so the communication log, the privacy
 declaration and the weights are those of the in-process engine for the same seed.
 

@@ -1,4 +1,4 @@
-"""The Flower ``ClientApp``: a node runs :class:`~baselines.client.FederatedClient` on its clients.
+"""The Flower ``ClientApp``: a node runs :class:`~baselines.engine.client.FederatedClient` on its clients.
 
 A SuperNode is started with ``--node-config 'clients="K" data="DIR"'`` (``pflkit flower
 supernode --client K --data DIR`` writes it) and reads only those clients' training files (in
@@ -31,8 +31,8 @@ from typing import Any
 from flwr.app import ArrayRecord, ConfigRecord, Context, Message, RecordDict
 from flwr.clientapp import ClientApp
 
-from baselines.client import FederatedClient
 from baselines.config import TrainConfig
+from baselines.engine.client import FederatedClient
 from baselines.flower.federation import ClientSummary, parse_clients, party_task
 from baselines.flower.records import (
     WIRE,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from baselines.task import FederatedTask
+    from baselines.engine.task import FederatedTask
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ def party_task(data_dir: str | Path, base: str, *, clients: Sequence[int],
         clients: the node's clients.
         summaries: every client's summary, as the server collected them.
     """
-    from baselines.vt5_task import build_vt5_task
+    from baselines.engine.vt5_task import build_vt5_task
 
     task = build_vt5_task(data_dir, base, val_limit=0, progress=False, clients=clients,
                           num_clients=len(summaries))

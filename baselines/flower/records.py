@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from baselines.client import ClientReply
+from baselines.engine.client import ClientReply
 from baselines.wire import EncodedMessage
 
 if TYPE_CHECKING:

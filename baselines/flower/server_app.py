@@ -1,13 +1,13 @@
 """The Flower ``ServerApp``: the kit's round loop with each client's part sent to its SuperNode.
 
-:class:`DeployedFederation` is :class:`~baselines.engine.FederatedSimulation` with
-:meth:`~baselines.engine.FederatedSimulation.fit_round` sending the encoded broadcast to the node
+:class:`DeployedFederation` is :class:`~baselines.engine.simulation.FederatedSimulation` with
+:meth:`~baselines.engine.simulation.FederatedSimulation.fit_round` sending the encoded broadcast to the node
 of each sampled client (one message per client, as the log counts) and decoding their answers:
 sampling, logging, aggregation, evaluation, the per-round commit of the run directory (and so
 ``--resume``), the privacy declaration and the submission are the in-process engine's own code.
 
 A track-3 method's personalisation after the last round
-(:meth:`~baselines.engine.FederatedSimulation.personalise_clients`) runs on the node of each
+(:meth:`~baselines.engine.simulation.FederatedSimulation.personalise_clients`) runs on the node of each
 client (``train.personalise``: the final global model, logged as round R + 1 as in process), and
 the node answers the client's state, from which the server writes the personal models; those
 tensors are the submission, not a federated message, so they are not in the kit's log, and their
@@ -49,9 +49,10 @@ import torch
 from flwr.app import ConfigRecord, Context, Message, RecordDict
 from flwr.serverapp import Grid, ServerApp
 
-from baselines.client import ClientReply
 from baselines.config import TrainConfig
-from baselines.engine import FederatedSimulation
+from baselines.engine.client import ClientReply
+from baselines.engine.simulation import FederatedSimulation
+from baselines.engine.task import FederatedTask
 from baselines.flower.federation import ClientSummary, with_summaries
 from baselines.flower.records import (
     broadcast_content,
@@ -62,7 +63,6 @@ from baselines.flower.records import (
     tensor_bytes,
 )
 from baselines.run_directory import RunDirectory
-from baselines.task import FederatedTask
 from baselines.wire import EncodedMessage
 
 app = ServerApp()
@@ -225,7 +225,7 @@ class DeployedFederation(FederatedSimulation):
     """The in-process engine's loop with the clients' part of each round on SuperNodes.
 
     Args:
-        config, task, run_dir: as :class:`~baselines.engine.FederatedSimulation` (the task's
+        config, task, run_dir: as :class:`~baselines.engine.simulation.FederatedSimulation` (the task's
             clients are summaries: the server holds no client data).
         nodes: the discovered nodes (set up).
         settings: the failure policy and timeouts.
@@ -411,7 +411,7 @@ def server_task(saved: dict[str, Any], config: TrainConfig,
                 summaries: dict[int, ClientSummary]) -> FederatedTask:
     """The server's task: the base model, validation (from ``saved['data']`` when the run
     evaluates) and the clients' summaries in place of their data."""
-    from baselines.vt5_task import build_vt5_task
+    from baselines.engine.vt5_task import build_vt5_task
 
     task = build_vt5_task(saved["data"], saved["base"], val_limit=config.val_limit,
                           eval_batch_size=config.eval_batch_size, progress=False, clients=[],

@@ -28,16 +28,16 @@ from typing import Any
 
 import numpy as np
 
-from baselines.client_job import ClientUpdate
-from baselines.communication import CommunicationLog
 from baselines.config import TrainConfig
-from baselines.engine import FederatedSimulation, RunSummary
+from baselines.engine.client_job import ClientUpdate
+from baselines.engine.communication import CommunicationLog
+from baselines.engine.parameters import get_values, set_values
+from baselines.engine.server import FederatedServer
+from baselines.engine.simulation import FederatedSimulation, RunSummary
+from baselines.engine.task import FederatedTask
 from baselines.fsp.task import build_pretraining_task
 from baselines.fsp.vocabulary import without_denoising_rows
-from baselines.parameters import get_values, set_values
 from baselines.run_directory import RunDirectory
-from baselines.server import FederatedServer
-from baselines.task import FederatedTask
 from baselines.wire import EncodedMessage
 
 #: the phase's sub-directory of the run directory.

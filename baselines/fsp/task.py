@@ -1,6 +1,6 @@
 """The pre-training phase's federated task: each client's pages under the denoising objectives.
 
-The same engine as fine-tuning trains it (:class:`~baselines.task.FederatedTask`): the model is
+The same engine as fine-tuning trains it (:class:`~baselines.engine.task.FederatedTask`): the model is
 the base with the added token rows (:mod:`baselines.fsp.vocabulary`), each client's data is its
 distinct pages (:mod:`baselines.fsp.pages`), and the collate function draws, for every page of a
 batch, one of the run's objectives and its masks (:mod:`baselines.fsp.objectives`). The draws come
@@ -19,6 +19,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from baselines.engine.task import FederatedTask
+from baselines.engine.vt5_task import PageImages
 from baselines.fsp.encoding import DenoisingEncoder
 from baselines.fsp.objectives import OBJECTIVES
 from baselines.fsp.pages import distinct_pages
@@ -27,8 +29,6 @@ from baselines.fsp.vocabulary import (
     add_denoising_rows,
     drop_denoising_rows,
 )
-from baselines.task import FederatedTask
-from baselines.vt5_task import PageImages
 
 
 def build_pretraining_task(data_dir: str | Path, base: str | Path, *,

@@ -1,7 +1,7 @@
 """The method interface: what a client trains and what it sends.
 
 A method prepares the model once (which parameters are trainable, hence communicated; adapters
-such as LoRA), computes a client's update from a :class:`~baselines.client_job.ClientJob`, and turns
+such as LoRA), computes a client's update from a :class:`~baselines.engine.client_job.ClientJob`, and turns
 the trained model back into the base architecture for the submission. Methods and strategies are
 separate axes: any method runs under any strategy, and wrappers (a DP update rule, for instance)
 can hold an inner method and override only :meth:`Method.compute_update`.
@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import torch
 from torch import nn
 
-from baselines.client_job import ClientJob, ClientUpdate, local_training_update
+from baselines.engine.client_job import ClientJob, ClientUpdate, local_training_update
 
 if TYPE_CHECKING:
-    from baselines.task import FederatedTask
+    from baselines.engine.task import FederatedTask
 
 
 @dataclass(frozen=True)
@@ -143,7 +143,7 @@ class Method(ABC):
     def personal_model(self, model: nn.Module, state: Mapping[str, torch.Tensor]) -> nn.Module:
         """A client's final personal model (default: the global model, unchanged).
 
-        Called by :meth:`baselines.engine.FederatedSimulation.personal_model` with the global
+        Called by :meth:`baselines.engine.simulation.FederatedSimulation.personal_model` with the global
         weights loaded; a personalised method applies the client's saved state (a local adapter,
         a head) to a copy.
 

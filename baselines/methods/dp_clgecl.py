@@ -64,7 +64,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from baselines.client_job import ClientJob, ClientUpdate
+from baselines.engine.client_job import ClientJob, ClientUpdate
 from baselines.methods.base import Method, RunShape
 from baselines.methods.dp_fedavg import DPFedAvg
 from baselines.methods.full import FullFineTuning

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from baselines.client_job import ClientJob, ClientUpdate
+from baselines.engine.client_job import ClientJob, ClientUpdate
 from baselines.methods.base import Method, RunShape
 from baselines.methods.full import FullFineTuning
 from baselines.methods.lora import LoRA
@@ -50,7 +50,7 @@ from baselines.privacy.mechanism import (
 from baselines.privacy.plan import PrivacyOptions, PrivacyPlan, make_plan, min_providers
 
 if TYPE_CHECKING:
-    from baselines.task import FederatedTask
+    from baselines.engine.task import FederatedTask
 
 _SAMPLING_STREAM = 1
 _NOISE_STREAM = 2
@@ -258,7 +258,7 @@ def noise_to_signal(total: Mapping[str, torch.Tensor], norms: list[float],
     coordinate in root mean square). Simulation diagnostics, outside the guarantee: the
     in-process server logs every ``dp_`` metric per client in the round's ``privacy`` row of
     ``metrics.jsonl``, and a client on a real network never sends them
-    (:meth:`baselines.client.ClientReply.for_the_wire`).
+    (:meth:`baselines.engine.client.ClientReply.for_the_wire`).
     """
     values = sum(t.numel() for t in total.values())
     summed = math.sqrt(sum(float(torch.linalg.vector_norm(t, dtype=torch.float64)) ** 2
@@ -277,7 +277,7 @@ def _generator(seed: int, stream: int,
     """An independent torch generator per (client seed, purpose), on the device that draws.
 
     The seed derives from the run's recorded seed, the round and the client
-    (:func:`baselines.client.client_seed`), so a run's noise is reproducible on one device; a
+    (:func:`baselines.engine.client.client_seed`), so a run's noise is reproducible on one device; a
     CUDA generator draws other numbers than the CPU one from the same seed (same distribution).
     """
     state = np.random.SeedSequence([seed, stream]).generate_state(2, dtype=np.uint32)

@@ -59,7 +59,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import nn
 
-from baselines.client_job import ClientJob, ClientUpdate
+from baselines.engine.client_job import ClientJob, ClientUpdate
 from baselines.methods.base import RunShape
 from baselines.methods.finetune import FineTuneOptions
 from baselines.methods.lora import LoRA, LoRAOptions

@@ -50,12 +50,12 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import nn
 
-from baselines.client_job import ClientJob
+from baselines.engine.client_job import ClientJob
+from baselines.engine.parameters import set_values
 from baselines.methods.base import RunShape
 from baselines.methods.finetune import FineTuneOptions, LocalFineTuning
 from baselines.methods.full import VISUAL_ENCODER, FullFineTuningOptions
 from baselines.options import build_options, option
-from baselines.parameters import set_values
 
 #: the first round whose local loss has the preference term (Eq. 8.15: t >= 2).
 FIRST_PRESERVING_ROUND = 2

@@ -27,12 +27,12 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from baselines.client_job import ClientJob
+from baselines.engine.client_job import ClientJob
+from baselines.engine.parameters import get_values, select_communicated, set_values
 from baselines.methods.base import RunShape
 from baselines.methods.full import VISUAL_ENCODER, FullFineTuning, FullFineTuningOptions
 from baselines.optimizers.adamw import OFFICIAL_WEIGHT_DECAY
 from baselines.options import build_options
-from baselines.parameters import get_values, select_communicated, set_values
 
 
 @dataclass(frozen=True)

@@ -36,12 +36,12 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from baselines.client_job import ClientJob
+from baselines.engine.client_job import ClientJob
+from baselines.engine.parameters import get_values, parameter_map, set_values
 from baselines.methods.base import RunShape
 from baselines.methods.finetune import FineTuneOptions, LocalFineTuning
 from baselines.methods.full import VISUAL_ENCODER, FullFineTuningOptions
 from baselines.options import build_options
-from baselines.parameters import get_values, parameter_map, set_values
 
 #: parameter-name fragments of the T5 attention layers (self- and cross-attention).
 ATTENTION = (".SelfAttention.", ".EncDecAttention.")

@@ -1,10 +1,10 @@
 """The local optimiser interface: a named factory of ``torch.optim`` optimisers.
 
-:class:`~baselines.local_training.LocalTrainer` calls the factory with the trainable parameters at
+:class:`~baselines.engine.local_training.LocalTrainer` calls the factory with the trainable parameters at
 the start of every local training call, so by default no optimiser state survives between rounds
 or leaks between clients (as in the competition's reference code). Two choices are common to every
 optimiser and declared once, in :class:`LocalOptimizerOptions`: element-wise gradient clipping (a
-step hook, :func:`baselines.local_training.clip_grad_value`) and whether a client's optimiser
+step hook, :func:`baselines.engine.local_training.clip_grad_value`) and whether a client's optimiser
 state persists from one round to its next (then it is kept in the client's state,
 ``ClientJob.state``, under ``optimizer/``, and saved with the run, so ``--resume`` restores it
 exactly; :mod:`baselines.optimizers.state`).

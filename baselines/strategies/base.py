@@ -3,7 +3,7 @@
 As in Flower, a strategy has a handful of hooks (``configure_fit`` picks the round's clients,
 ``aggregate_fit`` turns the clients' updates into the next global weights, ``state_dict`` /
 ``load_state_dict`` persist server optimiser state for ``--resume``); the round loop in
-:mod:`baselines.engine` drives them. Options shared by all strategies live in one
+:mod:`baselines.engine.simulation` drives them. Options shared by all strategies live in one
 :class:`StrategyConfig`, documented once.
 """
 
@@ -17,7 +17,7 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from baselines.client_job import ClientUpdate
+from baselines.engine.client_job import ClientUpdate
 from baselines.options import option
 
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
-from baselines.client_job import ClientUpdate
+from baselines.engine.client_job import ClientUpdate
 from baselines.strategies.aggregation import apply_update, momentum_velocity
 from baselines.strategies.base import StrategyConfig, pack_state, unpack_state
 from baselines.strategies.fedavg import FedAvg

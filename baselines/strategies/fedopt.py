@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
-from baselines.client_job import ClientUpdate
+from baselines.engine.client_job import ClientUpdate
 from baselines.strategies.aggregation import adaptive_step, apply_update, first_moment
 from baselines.strategies.base import StrategyConfig, pack_state, unpack_state
 from baselines.strategies.fedavg import FedAvg

@@ -12,10 +12,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from baselines.engine import FederatedSimulation
+from baselines.engine.simulation import FederatedSimulation
+from baselines.engine.vt5_task import build_vt5_task
 from baselines.presets import preset_config
 from baselines.run_directory import RunDirectory
-from baselines.vt5_task import build_vt5_task
 
 REPO = Path(__file__).resolve().parents[2]
 FLOWER_BIN = REPO / ".venv-flower" / "bin"

@@ -7,9 +7,9 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
-from baselines.client_job import ClientJob, ClientUpdate, local_training_update
 from baselines.config import TrainConfig
-from baselines.engine import FederatedSimulation
+from baselines.engine.client_job import ClientJob, ClientUpdate, local_training_update
+from baselines.engine.simulation import FederatedSimulation
 from baselines.methods import FullFineTuning
 from baselines.run_directory import RunDirectory
 from tests.baselines.toy import toy_task

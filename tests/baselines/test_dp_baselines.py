@@ -13,13 +13,13 @@ from click.testing import CliRunner
 from accountant.cli import verify_command
 from accountant.declaration import FIELDS
 from baselines.cli import train
-from baselines.client_job import ClientJob
-from baselines.engine import FederatedSimulation
-from baselines.parameters import get_values
+from baselines.engine.client_job import ClientJob
+from baselines.engine.parameters import get_values
+from baselines.engine.simulation import FederatedSimulation
+from baselines.engine.vt5_task import build_vt5_task
 from baselines.presets import DP_PRESETS, preset_config
 from baselines.privacy.mechanism import update_norm
 from baselines.run_directory import RunDirectory
-from baselines.vt5_task import build_vt5_task
 
 EPSILON = {"dp-fedavg": 8.0, "dp-lora": 4.0, "dp-clgecl": 8.0, "dp-clgecl-lora": 4.0}
 

@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from baselines.client_job import ClientJob
 from baselines.config import TrainConfig
-from baselines.engine import FederatedSimulation
+from baselines.engine.client_job import ClientJob
+from baselines.engine.parameters import get_values
+from baselines.engine.simulation import FederatedSimulation
+from baselines.engine.vt5_task import build_vt5_task
 from baselines.methods.dp_clgecl import DUAL, PROPOSAL, augmented_loss, dual_step
-from baselines.parameters import get_values
 from baselines.presets import preset_config
 from baselines.privacy.mechanism import update_norm
 from baselines.run_directory import RunDirectory
-from baselines.vt5_task import build_vt5_task
 from tests.baselines.toy import toy_task
 
 # Two clients, f_i(w) = a_i / 2 (w - b_i)^2. The consensus optimum of f_1 + f_2 is

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from baselines.client_job import ClientJob
-from baselines.engine import FederatedSimulation
-from baselines.parameters import get_values
+from baselines.engine.client_job import ClientJob
+from baselines.engine.parameters import get_values
+from baselines.engine.simulation import FederatedSimulation
+from baselines.engine.vt5_task import build_vt5_task
 from baselines.presets import preset_config
 from baselines.privacy.clipped_sum import ClippedSum
 from baselines.privacy.mechanism import sum_clipped, update_norm
 from baselines.run_directory import RunDirectory
-from baselines.vt5_task import build_vt5_task
 
 
 def test_clipped_sum_matches_sum_clipped_on_random_updates() -> None:

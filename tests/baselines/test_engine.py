@@ -13,12 +13,12 @@ from click.testing import CliRunner
 from safetensors.torch import load_file
 
 from baselines.cli import train
-from baselines.client_job import ClientJob, ClientUpdate
-from baselines.engine import FederatedSimulation
+from baselines.engine.client_job import ClientJob, ClientUpdate
+from baselines.engine.simulation import FederatedSimulation
+from baselines.engine.vt5_task import build_vt5_task
 from baselines.methods import LoRA
 from baselines.presets import preset_config
 from baselines.run_directory import RunDirectory
-from baselines.vt5_task import build_vt5_task
 
 
 @pytest.fixture(scope="module")

@@ -9,11 +9,11 @@ import torch
 from click.testing import CliRunner
 
 from baselines.cli import train
-from baselines.client_job import ClientJob
-from baselines.local_training import LocalTrainer
+from baselines.engine.client_job import ClientJob
+from baselines.engine.local_training import LocalTrainer
+from baselines.engine.parameters import get_values, select_communicated
 from baselines.methods import METHODS, FullFineTuning
 from baselines.methods.fedprox import FedProx
-from baselines.parameters import get_values, select_communicated
 from baselines.presets import PRESETS, preset_config
 from tests.baselines.toy import ToyRegression, toy_task
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import torch
 
+from baselines.engine.parameters import select_communicated
 from baselines.methods.fedshampoo import TOKEN_EMBEDDING, FedShampoo
 from baselines.methods.full import FullFineTuning
-from baselines.parameters import select_communicated
 from benchmark.communication_log import official_logger_bytes
 from benchmark.model import VT5ForConditionalGeneration
 from benchmark.model.presets import base_vt5_config

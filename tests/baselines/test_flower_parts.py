@@ -17,14 +17,14 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from baselines.client import ClientReply, FederatedClient
-from baselines.engine import FederatedSimulation
+from baselines.engine.client import ClientReply, FederatedClient
+from baselines.engine.simulation import FederatedSimulation
+from baselines.engine.task import FederatedTask
+from baselines.engine.vt5_task import build_vt5_task
 from baselines.flower.federation import ClientSummary, parse_clients, party_task, with_summaries
 from baselines.presets import preset_config
 from baselines.privacy.plan import min_providers
 from baselines.run_directory import RunDirectory
-from baselines.task import FederatedTask
-from baselines.vt5_task import build_vt5_task
 from baselines.wire import EncodedMessage
 
 

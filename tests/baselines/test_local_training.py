@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from baselines.local_training import LocalTrainer
+from baselines.engine.local_training import LocalTrainer
 
 
 def _trainer(batch_size: int, length_column: str | None) -> LocalTrainer:

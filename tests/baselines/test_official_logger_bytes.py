@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from baselines.communication import Channel, CommunicationLog
+from baselines.engine.communication import Channel, CommunicationLog
 from baselines.wire import get_codec
 from benchmark.communication_log import (
     LM_HEAD_NAME,

@@ -19,9 +19,9 @@ import pytest
 import torch
 from torch import nn
 
-from baselines.local_training import LocalTrainer
+from baselines.engine.local_training import LocalTrainer
+from baselines.engine.vt5_task import build_vt5_task
 from baselines.presets import preset_config
-from baselines.vt5_task import build_vt5_task
 from benchmark.communication_log import LM_HEAD_NAME
 from benchmark.model.conversion import convert_public_checkpoint
 from tests.benchmark.model.official_pipeline import OfficialPipeline

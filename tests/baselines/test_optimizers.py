@@ -11,8 +11,8 @@ import torch
 from safetensors.torch import load_file
 
 from baselines.config import TrainConfig
-from baselines.engine import FederatedSimulation
-from baselines.local_training import LocalTrainer, chain_step_hooks, clip_grad_value
+from baselines.engine.local_training import LocalTrainer, chain_step_hooks, clip_grad_value
+from baselines.engine.simulation import FederatedSimulation
 from baselines.optimizers import OPTIMIZERS
 from baselines.optimizers.shampoo import ShampooOptimizer, inverse_root
 from baselines.optimizers.state import PREFIX, export_state, import_state

@@ -14,7 +14,7 @@ from safetensors.torch import load_file
 
 from baselines.cli import train
 from baselines.config import TrainConfig
-from baselines.engine import FederatedSimulation
+from baselines.engine.simulation import FederatedSimulation
 from baselines.methods.finetune import LocalFineTuning
 from baselines.presets import PERSONAL_PRESETS, PRESETS
 from baselines.run_directory import RunDirectory

@@ -16,14 +16,14 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from baselines.client import ClientReply, FederatedClient
 from baselines.config import TrainConfig
-from baselines.engine import FederatedSimulation
-from baselines.parameters import get_values
+from baselines.engine.client import ClientReply, FederatedClient
+from baselines.engine.parameters import get_values
+from baselines.engine.simulation import FederatedSimulation
+from baselines.engine.task import FederatedTask
+from baselines.engine.vt5_task import build_vt5_task
 from baselines.presets import preset_config
 from baselines.run_directory import RunDirectory
-from baselines.task import FederatedTask
-from baselines.vt5_task import build_vt5_task
 from baselines.wire import EncodedMessage
 
 

@@ -1,7 +1,7 @@
 """The client side of a round: decode what the server sent, compute the update, encode it.
 
 :class:`FederatedClient` is what one party runs. The in-process engine
-(:class:`baselines.engine.FederatedSimulation`) holds one for every client of the federation;
+(:class:`baselines.engine.simulation.FederatedSimulation`) holds one for every client of the federation;
 a Flower ``ClientApp`` (:mod:`baselines.flower.client_app`) holds one for the single client whose
 files its node reads. Both call :meth:`FederatedClient.fit` with the server's encoded message and
 send back the encoded message it returns, so both engines train, seed and serialise alike; after
@@ -20,24 +20,29 @@ import numpy as np
 import torch
 from torch import nn
 
-from baselines.client_job import ClientJob
-from baselines.communication import encode_message
 from baselines.config import TrainConfig
-from baselines.local_training import LocalTrainer, chain_step_hooks, clip_grad_norm, clip_grad_value
-from baselines.methods import Method
-from baselines.parameters import (
+from baselines.engine.client_job import ClientJob
+from baselines.engine.communication import encode_message
+from baselines.engine.local_training import (
+    LocalTrainer,
+    chain_step_hooks,
+    clip_grad_norm,
+    clip_grad_value,
+)
+from baselines.engine.parameters import (
     CommunicatedParameters,
     get_values,
     select_communicated,
     set_values,
 )
-from baselines.placement import place_model
+from baselines.engine.placement import place_model
+from baselines.methods import Method
 from baselines.wire import EncodedMessage, WireCodec
 
 if TYPE_CHECKING:
     from datasets import Dataset
 
-    from baselines.task import FederatedTask
+    from baselines.engine.task import FederatedTask
 
 
 def client_seed(seed: int, federated_round: int, client: int) -> int:

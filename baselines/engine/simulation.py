@@ -6,8 +6,8 @@ logged message per client), every sampled client loads what it decoded, computes
 the method (by default AdamW local epochs, optimiser rebuilt each round unless it declares
 ``persist_optimizer_state``) and sends it back through
 the channel, and the strategy aggregates the decoded updates into the next global weights in full
-precision. The server's part of a round is :class:`~baselines.server.FederatedServer` and the
-clients' part :class:`~baselines.client.FederatedClient`; this loop calls them in one process, and
+precision. The server's part of a round is :class:`~baselines.engine.server.FederatedServer` and the
+clients' part :class:`~baselines.engine.client.FederatedClient`; this loop calls them in one process, and
 any other engine that calls them the same way produces the same log and weights. After each
 round the global model is evaluated and the run directory is committed, so a run can be resumed
 from its last completed round and ends in exactly the same state. What a method
@@ -32,17 +32,17 @@ from typing import Any
 import torch
 from torch import nn
 
-from baselines.client import ClientReply, FederatedClient, build_trainer, client_seed
-from baselines.client_job import ClientUpdate
-from baselines.communication import SERVER, Channel, CommunicationLog
 from baselines.config import TrainConfig
+from baselines.engine.client import ClientReply, FederatedClient, build_trainer, client_seed
+from baselines.engine.client_job import ClientUpdate
+from baselines.engine.communication import SERVER, Channel, CommunicationLog
+from baselines.engine.parameters import get_values, select_communicated, set_values
+from baselines.engine.placement import place_model
+from baselines.engine.server import FederatedServer
+from baselines.engine.task import FederatedTask
 from baselines.methods import Method
-from baselines.parameters import get_values, select_communicated, set_values
-from baselines.placement import place_model
 from baselines.run_directory import RunDirectory, RunState
-from baselines.server import FederatedServer
 from baselines.submission import write_submission
-from baselines.task import FederatedTask
 from baselines.wire import EncodedMessage
 
 __all__ = ["FederatedSimulation", "RunSummary", "client_seed"]

@@ -18,12 +18,17 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
-from baselines.parameters import CommunicatedParameters, get_values, parameter_map, set_values
+from baselines.engine.parameters import (
+    CommunicatedParameters,
+    get_values,
+    parameter_map,
+    set_values,
+)
 
 if TYPE_CHECKING:
     from datasets import Dataset
 
-    from baselines.local_training import LocalTrainer, LossHook, TrainStats
+    from baselines.engine.local_training import LocalTrainer, LossHook, TrainStats
 
 
 @dataclass

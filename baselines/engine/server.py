@@ -1,7 +1,7 @@
 """The server side of a round: sample, encode the broadcast, log, decode and aggregate.
 
 :class:`FederatedServer` holds the strategy and the channel (with the communication log). The
-in-process engine (:class:`baselines.engine.FederatedSimulation`) and a Flower ``ServerApp``
+in-process engine (:class:`baselines.engine.simulation.FederatedSimulation`) and a Flower ``ServerApp``
 (:mod:`baselines.flower.server_app`) drive the same calls in the same order, so both sample the
 same clients, log the same rows (per client in sampled order: its downlink, then its uplink) and
 aggregate the same decoded updates.
@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from baselines.client_job import ClientUpdate
-from baselines.communication import SERVER, Channel, CommunicationLog
+from baselines.engine.client_job import ClientUpdate
+from baselines.engine.communication import SERVER, Channel, CommunicationLog
 from baselines.strategies import Strategy
 from baselines.wire import EncodedMessage
 

@@ -8,7 +8,7 @@ the optimiser step (gradient clipping of any kind: :func:`clip_grad_norm`, the e
 :func:`clip_grad_value`, or both with :func:`chain_step_hooks`). A caller that keeps a client's
 optimiser state across rounds passes it to :meth:`LocalTrainer.train` (``optimizer_state``).
 
-The loop runs on the device the model's parameters are on (:mod:`baselines.placement` puts them
+The loop runs on the device the model's parameters are on (:mod:`baselines.engine.placement` puts them
 there): each batch is moved to it, and the forward pass and loss run under autocast at the
 trainer's precision (fp32: no autocast). With ``prefetch``, the next batch is collated (page
 images decoded and resized) in a background thread while the model trains on the current one;
