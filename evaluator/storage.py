@@ -35,10 +35,6 @@ from evaluator.validation.metadata import metadata_track, parse_metadata
 if TYPE_CHECKING:
     from evaluator.core.config import Settings
 
-#: part -> its stored name (``benchmark.submission_contract``: :func:`stored_name`).
-FILENAMES = {name: part.stored_name for name, part in PARTS.items()}
-#: the parts every track needs (``benchmark.tracks``); the others are checked per track.
-REQUIRED_PARTS = common_parts()
 FLUSH_BYTES = 1024 * 1024
 # After a limit is hit the rest of the body is read and discarded up to this many extra bytes,
 # so the client receives the 413 answer instead of a broken connection.

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from benchmark.tracks import COMMUNICATION, PERSONALISATION, PRIVACY, TRACKS
+from benchmark.tracks import TRACKS
 from leaderboard.ranking import Row, Table, TrackResult, Unranked, rank_track
 
 # Scores are published with as many decimals as the competition did; more would let repeated
@@ -19,13 +19,11 @@ INTEGER_COLUMNS = ("track", "rank", "total_bytes", "official_logger_total_bytes"
 # OWASP CSV injection: a cell starting with one of these is run as a formula by spreadsheets.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
-# Columns of the CSV export (web and command line).
-CSV_COLUMNS = [
-    "track", "budget", "rank", "team", "method", "anls", "anls_in", "anls_out", "accuracy",
-    "total_bytes", "official_logger_total_bytes", "epsilon", "delta", "privacy_verified",
-    "personal_anls", "personal_anls_std", "personal_worst_anls", "global_unseen_anls",
-    "created_at", "status", "reason", "id",
-]  # fmt: skip
+# Columns of the CSV export (web and command line): these, each track's result columns
+# (``Track.result_columns``), then :data:`CSV_LAST_COLUMNS`.
+CSV_FIRST_COLUMNS = ("track", "budget", "rank", "team", "method", "anls", "anls_in", "anls_out",
+                     "accuracy", "total_bytes", "official_logger_total_bytes")  # fmt: skip
+CSV_LAST_COLUMNS = ("created_at", "status", "reason", "id")
 
 
 @dataclass
@@ -47,25 +45,22 @@ class Board:
     all_submissions: bool = False
     public: bool = True
 
-    @property
-    def track1(self) -> Table:
-        """The track-1 table (with its unranked submissions)."""
-        return self.tracks[COMMUNICATION.number].tables[None]
+    def table(self, number: int) -> Table:
+        """The single table of a track without budgets (with its unranked submissions).
 
-    @property
-    def track2(self) -> dict[float, Table]:
-        """One track-2 table per epsilon budget."""
-        return self.tracks[PRIVACY.number].tables  # type: ignore[return-value]
+        Raises:
+            KeyError: a track the board lacks, or one ranked in several tables.
+        """
+        tables = self.tracks[number].tables
+        if None not in tables:
+            raise KeyError(f"track {number} has one table per budget: read board.tracks")
+        return tables[None]
 
-    @property
-    def track2_unranked(self) -> list[Unranked]:
-        """Track-2 submissions that qualify for no budget."""
-        return self.tracks[PRIVACY.number].unranked
 
-    @property
-    def track3(self) -> Table:
-        """The track-3 table (with its unranked submissions)."""
-        return self.tracks[PERSONALISATION.number].tables[None]
+def csv_columns() -> list[str]:
+    """The CSV export's header: the shared columns, then each track's result columns."""
+    own = [column for track in TRACKS.values() for column in track.result_columns]
+    return [*CSV_FIRST_COLUMNS, *dict.fromkeys(own), *CSV_LAST_COLUMNS]
 
 
 def _public(unranked: Unranked) -> Unranked:
@@ -100,7 +95,8 @@ def build_board(
 
     Args:
         rows: every submission.
-        threshold: the track-1 ANLS threshold (other tracks use their own).
+        threshold: the ANLS threshold in force for the tracks with one (``Track.threshold_key``;
+            track 1).
         threshold_source: where the threshold came from, shown on the page.
         all_submissions: rank every submission rather than each team's best.
         public: strip the scores of hidden submissions (the participants' view).
@@ -110,7 +106,7 @@ def build_board(
     """
     results: dict[int, TrackResult] = {}
     for number, track in TRACKS.items():
-        given = track is COMMUNICATION
+        given = track.threshold_key is not None
         result = rank_track(
             rows, track, threshold=threshold if given else None, all_submissions=all_submissions
         )
@@ -243,12 +239,12 @@ def csv_text(board: Board, *, track: int | None = None) -> str:
         track: a track number for that track only.
 
     Returns:
-        The CSV text with the ``CSV_COLUMNS`` header.
+        The CSV text with the :func:`csv_columns` header.
     """
     import pandas as pd
 
     rows = [{k: neutralise_cell(v) for k, v in r.items()} for r in records(board, track=track)]
-    frame = pd.DataFrame.from_records(rows, columns=CSV_COLUMNS)
+    frame = pd.DataFrame.from_records(rows, columns=csv_columns())
     for column in INTEGER_COLUMNS:
         frame[column] = frame[column].astype("Int64")
     return frame.to_csv(index=False)

@@ -15,7 +15,8 @@ import traceback
 import uuid
 from typing import Any
 
-from benchmark.tracks import get_track
+from benchmark.submission_contract import stored_name
+from benchmark.tracks import common_parts, get_track
 from evaluator import crud
 from evaluator.canary_audit import CanaryAudit
 from evaluator.core.config import Settings
@@ -23,7 +24,7 @@ from evaluator.core.db import session_scope
 from evaluator.models import Status, Submission, SubmissionMetadata
 from evaluator.queue import TaskQueue
 from evaluator.scoring import Scorer
-from evaluator.storage import FILENAMES, REQUIRED_PARTS, SubmissionStore
+from evaluator.storage import SubmissionStore
 from evaluator.validation import InvalidSubmission
 from evaluator.validation.track_parts import check_track_parts
 from evaluator.worker.steps import ScoringSteps, personal_columns
@@ -215,7 +216,7 @@ class JobRunner:
         except ValueError as exc:
             raise InvalidSubmission("metadata", str(exc).splitlines()[0]) from None
         directory = self.store.directory(submission_id)
-        model_path = directory / FILENAMES["model"]
+        model_path = directory / stored_name("model")
         if not model_path.is_file():
             raise FileNotFoundError("stored submission is missing its checkpoint")
         steps = self.steps
@@ -232,11 +233,11 @@ class JobRunner:
             "per_round": tally.per_round(),
             "model_bytes": model_path.stat().st_size,
         }
-        check_track_parts(track, directory, exclude=REQUIRED_PARTS)
+        check_track_parts(track, directory, exclude=common_parts())
         for part in track.parts:
             if part in steps.part_steps:
                 values.update(steps.part_steps[part](directory, tally, metadata))
-            elif part not in REQUIRED_PARTS:
+            elif part not in common_parts():
                 raise LookupError(f"track {track.number}'s part {part!r} has no scoring step")
         personal = None
         if "personal" in track.parts:

@@ -14,13 +14,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmark.submission_contract import stored_name
 from benchmark.tracks import Track
 from evaluator.canary_audit import CanaryAudit, contradicted
 from evaluator.core.config import Settings
 from evaluator.federation import federation_of
 from evaluator.models import SubmissionMetadata
 from evaluator.scoring import Scorer
-from evaluator.storage import FILENAMES
 from evaluator.validation import InvalidSubmission
 from evaluator.validation.binding import bind
 from evaluator.validation.checkpoint import validate_checkpoint
@@ -74,7 +74,7 @@ class ScoringSteps:
         """The communication log parsed and tallied, within the shape the metadata declares."""
         settings = self.settings
         return parse_log(
-            directory / FILENAMES["communication_log"],
+            directory / stored_name("communication_log"),
             clients=self.scorer.clients,
             max_bytes=settings.max_log_bytes,
             max_rows=settings.max_log_rows,
@@ -92,7 +92,7 @@ class ScoringSteps:
     ) -> None:
         """The detailed log matched to the CSV, and both logs and the metadata bound to the
         checkpoint (:mod:`evaluator.validation.binding`)."""
-        path = directory / FILENAMES["communication_details"]
+        path = directory / stored_name("communication_details")
         if not path.is_file():
             raise InvalidSubmission(
                 "communication_details",
@@ -104,7 +104,7 @@ class ScoringSteps:
             max_parameters=2 * self.settings.max_tensors,
         )  # fmt: skip
         report = bind(
-            directory / FILENAMES["model"], self.scorer.reference, metadata, tally, messages,
+            directory / stored_name("model"), self.scorer.reference, metadata, tally, messages,
             clients=self.scorer.clients,
         )  # fmt: skip
         logger.info("submission %s is bound to its logs: %s", submission_id, report.summary())
@@ -113,7 +113,7 @@ class ScoringSteps:
         """The stored ``personal/`` checked against the benchmark's K and the reference's
         tensors, within the settings' limits."""
         return check_personalisations(
-            directory / FILENAMES["personal"], self.scorer.expected_spec, self.scorer.clients,
+            directory / stored_name("personal"), self.scorer.expected_spec, self.scorer.clients,
             max_file_bytes=self.settings.max_personal_file_bytes,
             max_total_bytes=self.settings.max_personal_bytes, check_values=check_values,
         )  # fmt: skip
@@ -148,7 +148,7 @@ class ScoringSteps:
     ) -> dict[str, Any]:
         """The privacy declaration verified with the accountant against the log's tally."""
         declaration = load_declaration(
-            directory / FILENAMES["privacy"], max_bytes=self.settings.max_json_bytes
+            directory / stored_name("privacy"), max_bytes=self.settings.max_json_bytes
         )
         verified, report = verify_declaration(
             declaration, tally, federation=federation_of(self.settings.data_dir)
@@ -175,12 +175,12 @@ class ScoringSteps:
             InvalidSubmission: the change carries less (or more) than the declaration implies.
         """
         messages = read_details(
-            directory / FILENAMES["communication_details"], tally.rows,
+            directory / stored_name("communication_details"), tally.rows,
             max_bytes=self.settings.max_details_bytes,
             max_parameters=2 * self.settings.max_tensors,
         )  # fmt: skip
         return check_noise_floor(
-            directory / FILENAMES["model"], self.scorer.reference,
+            directory / stored_name("model"), self.scorer.reference,
             metadata.model_dump(mode="json"), declaration, messages,
             data_dir=self.settings.data_dir,
         )  # fmt: skip

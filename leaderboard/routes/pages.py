@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, HTTPException, Path, Query, Request, status
+from fastapi import APIRouter, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
 
@@ -80,9 +80,16 @@ def _plot(session: Session, app: Any, track: int) -> bytes:
 
 
 @router.get("/leaderboard/plots/track{track}.png", include_in_schema=False)
-def plot(request: Request, track: Annotated[int, Path(ge=min(TRACKS), le=max(TRACKS))]) -> Response:
-    """Track 1: ANLS against bytes (log) with the threshold; track 2: ANLS against epsilon;
-    track 3: personalised against global ANLS per client."""
+def plot(request: Request, track: int) -> Response:
+    """The plot a track names (``Track.plot``, ``leaderboard.plots.PLOTS``): track 1, ANLS
+    against bytes (log) with the threshold; track 2, ANLS against epsilon; track 3,
+    personalised against global ANLS per client."""
+    if track not in TRACKS:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, f"track must be one of {sorted(TRACKS)}"
+        )
+    if TRACKS[track].plot is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"track {track} has no plot")
     return Response(
         views.cached_view(
             request.app, ("plot", track), lambda session: _plot(session, request.app, track)

@@ -184,9 +184,9 @@ def test_board_hides_the_scores_of_hidden_submissions_and_exports_flat_records()
         t2("p", "C", 1.0, 0.5),
     ]
     board = build_board(rows, threshold=0.8)
-    hidden = board.track1.unranked[0].row
+    hidden = board.table(1).unranked[0].row
     assert (hidden.id, hidden.anls, hidden.total_bytes) == ("h", None, None)
-    assert build_board(rows, threshold=0.8, public=False).track1.unranked[0].row.anls == 0.99
+    assert build_board(rows, threshold=0.8, public=False).table(1).unranked[0].row.anls == 0.99
     flat = records(board)
     assert [(r["track"], r["budget"], r["rank"], r["id"]) for r in flat] == [
         (1, None, 1, "a"),
@@ -248,7 +248,7 @@ def test_track3_best_per_team_and_unranked_with_reasons():
 def test_track3_board_json_and_csv_publish_four_decimals():
     rows = [t3("p", "A", 0.123456789, personal_anls_std=0.0512345, global_unseen_anls=0.333333)]
     board = build_board(rows, threshold=0.8)
-    assert [e.row.id for e in board.track3.ranked] == ["p"]
+    assert [e.row.id for e in board.table(3).ranked] == ["p"]
     (entry,) = as_json(board, track=3)["ranked"]
     assert (entry["rank"], entry["personal_anls"], entry["personal_anls_std"],
             entry["global_unseen_anls"], entry["total_bytes"]) == (1, 0.1235, 0.0512, 0.3333,

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from benchmark.submission_contract import stored_name
-from benchmark.tracks import get_track, track_numbers, tracks_needing
+from benchmark.tracks import common_parts, get_track, track_numbers, tracks_needing
 from evaluator import crud
 from evaluator.api.deps import (
     BearerDep,
@@ -42,7 +42,6 @@ from evaluator.models import (
     Team,
 )
 from evaluator.storage import (
-    REQUIRED_PARTS,
     PersonalLimits,
     SubmissionStore,
     UploadError,
@@ -69,7 +68,7 @@ _UPLOAD_BODY = {
             "multipart/form-data": {
                 "schema": {
                     "type": "object",
-                    "required": list(REQUIRED_PARTS),
+                    "required": list(common_parts()),
                     "properties": {
                         "model": {
                             "type": "string",
