@@ -9,7 +9,6 @@ checks of ``benchmark.model.checkpoint_validation``; loading and saving are in
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +17,7 @@ from benchmark.model.checkpoint_validation import (
     TensorSpec,
     validate_safetensors_file,
 )
+from benchmark.strict_json import JsonLimits, JsonRefused, read_json_object
 
 if TYPE_CHECKING:
     import torch
@@ -28,6 +28,11 @@ CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
 #: Largest accepted config.json.
 MAX_CONFIG_BYTES = 1024 * 1024
+#: Limits of a checkpoint directory's JSON files (its config, its tokenizer's, the public
+#: checkpoint's): transformers writes more keys than an upload's metadata holds (a T5
+#: tokenizer_config.json lists its 100 sentinel tokens, six keys each) and longer numbers
+#: (``model_max_length`` 1e30 is written as 31 digits).
+CHECKPOINT_JSON_LIMITS = JsonLimits(max_number_chars=64, max_keys=100_000)
 
 
 def expected_tensor_spec(config: VT5Config) -> TensorSpec:
@@ -107,25 +112,26 @@ def file_names(model: torch.nn.Module) -> dict[str, str]:
     return {name: stored[key(t)] for name, t in tensors if key(t) in stored}
 
 
-def read_bounded_json(path: Path, *, max_bytes: int) -> Any:
-    """Parse a small JSON file that exists, refusing one over ``max_bytes``.
+def read_checkpoint_json(path: Path, *, max_bytes: int) -> dict[str, Any]:
+    """A JSON object of a checkpoint directory, read with the kit's one strict reader
+    (:mod:`benchmark.strict_json`).
 
     Args:
-        path: the file.
+        path: the file (it must exist).
         max_bytes: the largest size accepted.
 
     Returns:
-        The parsed value.
+        The object.
 
     Raises:
-        CheckpointError: naming the file, when it is too large or not valid JSON.
+        CheckpointError: naming the file, when it is too large, not valid JSON, not an object
+            or beyond :data:`CHECKPOINT_JSON_LIMITS`.
     """
-    if path.stat().st_size > max_bytes:
-        raise CheckpointError(f"{path}: larger than {max_bytes} bytes")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise CheckpointError(f"{path}: not valid JSON ({error})") from None
+        return read_json_object(path, max_bytes=max_bytes, limits=CHECKPOINT_JSON_LIMITS)
+    except JsonRefused as error:
+        detail = f"not valid JSON ({error})" if error.malformed else str(error)
+        raise CheckpointError(f"{path}: {detail}") from None
 
 
 def read_checkpoint_config(directory: str | Path) -> VT5Config:
@@ -151,9 +157,9 @@ def read_checkpoint_config(directory: str | Path) -> VT5Config:
             f"{config_path}: missing; a VT5 checkpoint directory holds {CONFIG_NAME}, "
             f"{WEIGHTS_NAME} and the tokenizer (spiece.model / tokenizer.json)"
         )
-    raw = read_bounded_json(config_path, max_bytes=MAX_CONFIG_BYTES)
-    if not isinstance(raw, dict) or raw.get("model_type") != VT5Config.model_type:
-        found = raw.get("model_type") if isinstance(raw, dict) else type(raw).__name__
+    raw = read_checkpoint_json(config_path, max_bytes=MAX_CONFIG_BYTES)
+    if raw.get("model_type") != VT5Config.model_type:
+        found = raw.get("model_type")
         raise CheckpointError(
             f"{config_path}: model_type is {found!r}, expected 'vt5'; this is not a VT5 checkpoint"
         )

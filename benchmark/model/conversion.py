@@ -43,7 +43,7 @@ from benchmark.model.checkpoint import (
     CONFIG_NAME,
     WEIGHTS_NAME,
     expected_tensor_spec,
-    read_bounded_json,
+    read_checkpoint_json,
     validate_checkpoint_dir,
 )
 from benchmark.model.checkpoint_validation import CheckpointError
@@ -196,10 +196,7 @@ def _read_json(path: Path) -> dict[str, Any]:
     """A JSON object from a small file, with errors that name it."""
     if not path.is_file():
         raise CheckpointError(f"{path}: missing")
-    value = read_bounded_json(path, max_bytes=_MAX_JSON_BYTES)
-    if not isinstance(value, dict):
-        raise CheckpointError(f"{path}: expected a JSON object, found {type(value).__name__}")
-    return value
+    return read_checkpoint_json(path, max_bytes=_MAX_JSON_BYTES)
 
 
 def _read_public_weights(source: Path) -> tuple[dict[str, torch.Tensor], str]:

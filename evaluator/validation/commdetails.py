@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmark.communication_log import DETAILS_KEYS, HEADER
+from benchmark.strict_json import JsonLimits
 from benchmark.wire_formats import UnknownWireFormat, data_bytes
 from evaluator.validation.errors import InvalidSubmission
-from evaluator.validation.jsonfile import JsonLimits, parse_json_object
+from evaluator.validation.jsonfile import parse_json_object
 
 PART = "communication_details"
 #: longest line (one message's names: ~40 KB for full fine-tuning of VT5-base).

@@ -1,63 +1,20 @@
-"""Small JSON files of an upload (``metadata``, ``privacy``) parsed with explicit limits.
-
-Python's ``json`` module accepts what a hostile participant can make expensive or fatal: a
-5000-digit integer (``ValueError`` from the integer conversion limit), 600 levels of nesting
-(deep recursion in every later consumer), thousands of keys, duplicate keys (a second
-``"epsilon"`` silently replacing the first) and ``NaN``. :func:`parse_json_object` checks all of
-them and has a single error path: every refusal is an :class:`InvalidSubmission` naming the part.
+"""Small JSON files of an upload (``metadata``, ``privacy``) read with the benchmark's one strict,
+bounded reader (``benchmark.strict_json``: size, depth, number length, key count; duplicate keys
+and NaN refused); every refusal becomes an :class:`InvalidSubmission` naming the part.
 """
 
 from __future__ import annotations
 
-import json
-import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmark import strict_json
+from benchmark.strict_json import DEFAULT_LIMITS, JsonLimits
 from evaluator.validation.errors import InvalidSubmission
-
-# A JSON string (escapes included) or a bracket: what the nesting scan needs to see.
-_STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
-
-
-@dataclass(frozen=True)
-class JsonLimits:
-    """What a small upload file may hold.
-
-    Attributes:
-        max_depth: deepest nesting of arrays and objects (the top-level object is depth 1).
-        max_number_chars: longest number literal (digits, sign, point and exponent).
-        max_keys: most object keys in the whole document.
-    """
-
-    max_depth: int = 16
-    max_number_chars: int = 32
-    max_keys: int = 512
-
-
-class _Refused(Exception):
-    """Raised inside the ``json`` hooks; turned into an InvalidSubmission by the caller."""
-
-
-def _nesting_depth(text: str) -> tuple[int, bool]:
-    """The deepest bracket nesting of a JSON text (brackets inside strings ignored), and
-    whether its brackets balance."""
-    depth = deepest = 0
-    for match in _STRING_OR_BRACKET.finditer(text):
-        token = match.group()
-        if token in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif token in "]}":
-            depth -= 1
-            if depth < 0:
-                return deepest, False
-    return deepest, depth == 0
 
 
 def parse_json_object(
-    raw: bytes, *, part: str, limits: JsonLimits = JsonLimits()
+    raw: bytes, *, part: str, limits: JsonLimits = DEFAULT_LIMITS
 ) -> dict[str, Any]:
     """Parse the bytes of an untrusted JSON object within ``limits``.
 
@@ -74,63 +31,13 @@ def parse_json_object(
             too many keys, a key given twice, or NaN/Infinity.
     """
     try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise InvalidSubmission(part, "not valid UTF-8 JSON: save the file as UTF-8") from None
-    depth, balanced = _nesting_depth(text)
-    if not balanced:
-        raise InvalidSubmission(part, "not valid UTF-8 JSON: its brackets do not balance")
-    if depth > limits.max_depth:
-        raise InvalidSubmission(
-            part, f"nested {depth} levels deep; at most {limits.max_depth} levels are accepted"
-        )
-    keys = 0
-
-    def number(literal: str) -> int | float:
-        if len(literal) > limits.max_number_chars:
-            raise _Refused(
-                f"a number of {len(literal)} characters ({literal[:12]}...); numbers may have "
-                f"at most {limits.max_number_chars} characters"
-            )
-        value = float(literal) if any(c in literal for c in ".eE") else int(literal)
-        if isinstance(value, float) and value in (float("inf"), float("-inf")):
-            raise _Refused(f"the number {literal[:20]} is too large for a float")
-        return value
-
-    def constant(name: str) -> None:
-        raise _Refused(f"{name} is not a JSON number; write a finite number")
-
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        nonlocal keys
-        keys += len(items)
-        if keys > limits.max_keys:
-            raise _Refused(f"more than {limits.max_keys} keys in the file")
-        data: dict[str, Any] = {}
-        for key, value in items:
-            if key in data:
-                raise _Refused(f"key {key[:40]!r} appears twice; give each key once")
-            data[key] = value
-        return data
-
-    try:
-        value = json.loads(
-            text,
-            parse_int=number,
-            parse_float=number,
-            parse_constant=constant,
-            object_pairs_hook=pairs,
-        )
-    except _Refused as exc:
+        return strict_json.parse_json_object(raw, limits=limits)
+    except strict_json.JsonRefused as exc:
         raise InvalidSubmission(part, str(exc)) from None
-    except (ValueError, RecursionError):
-        raise InvalidSubmission(part, "not valid UTF-8 JSON") from None
-    if not isinstance(value, dict):
-        raise InvalidSubmission(part, "must be a JSON object")
-    return value
 
 
 def load_json_object(
-    path: Path, *, part: str, max_bytes: int, limits: JsonLimits = JsonLimits()
+    path: Path, *, part: str, max_bytes: int, limits: JsonLimits = DEFAULT_LIMITS
 ) -> dict[str, Any]:
     """Read a small JSON object from an untrusted file, within a size limit and ``limits``.
 
@@ -146,7 +53,7 @@ def load_json_object(
     Raises:
         InvalidSubmission: as :func:`parse_json_object`, or the file is too large.
     """
-    size = path.stat().st_size
-    if size > max_bytes:
-        raise InvalidSubmission(part, f"{size} bytes exceed the limit of {max_bytes}")
-    return parse_json_object(path.read_bytes(), part=part, limits=limits)
+    try:
+        return strict_json.read_json_object(path, max_bytes=max_bytes, limits=limits)
+    except strict_json.JsonRefused as exc:
+        raise InvalidSubmission(part, str(exc)) from None
