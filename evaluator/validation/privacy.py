@@ -1,11 +1,11 @@
 """The track-2 privacy declaration (``privacy.json``): safe loading, verification, cross-check.
 
-The file is parsed within explicit limits (``evaluator.validation.jsonfile``: size, depth, number
-length, key count; duplicate keys and NaN refused) and its fields validated by the accountant
-(``accountant.declaration``: every key of docs/design.md required); this module turns errors
-into rejections, runs ``accountant.verify`` and cross-checks the declaration against the
-communication log actually uploaded (rounds and clients per round), since a claim about a
-different run than the one logged proves nothing.
+The file is parsed within explicit limits (``benchmark.strict_json``, the kit's one strict reader:
+size, depth, number length, key count; duplicate keys and NaN refused) and its fields validated
+by the accountant (``accountant.declaration``: every key of docs/design.md required); this module
+turns errors into rejections, runs ``accountant.verify`` and cross-checks the declaration
+against the communication log actually uploaded (rounds and clients per round), since a claim
+about a different run than the one logged proves nothing.
 """
 
 from __future__ import annotations
