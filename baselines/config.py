@@ -20,7 +20,7 @@ from baselines.fsp.options import PretrainingOptions, PretrainingPhase
 from baselines.methods import METHODS, Method, RunShape
 from baselines.optimizers import OPTIMIZERS, Optimizer
 from baselines.options import OptionSpec, build_options, option_specs
-from baselines.strategies import STRATEGIES, Strategy, StrategyConfig
+from baselines.strategies import STRATEGIES, Strategy, parents_first
 from baselines.wire import CODECS, WireCodec, get_codec
 from benchmark.model.device import check_device_name, check_precision
 
@@ -108,7 +108,8 @@ class TrainConfig:
             key: tuple(value) if isinstance(value, list) else value
             for key, value in sorted(self.options.items())
         })
-        self.build_strategy()
+        for strategy in parents_first():  # every strategy's options are checked: see option_specs
+            strategy.from_options(self._server_values())
         self.build_optimizer()
         method = self.build_method()
         PretrainingPhase.check_method(self.build_pretraining(), method=self.method,
@@ -182,16 +183,22 @@ class TrainConfig:
         return cls(**data)
 
     def option_specs(self) -> dict[str, OptionSpec]:
-        """The options of this run's method, strategy and optimiser, by key."""
-        return run_option_specs(METHODS[self.method], STRATEGIES[self.strategy],
+        """This run's options by key: its method's, optimiser's, pre-training's, every strategy's.
+
+        The server's options are one set for the run, taken and checked whichever strategy it
+        names: a run may pre-train with another strategy (``--fsp-strategy``) on the same
+        momentum, betas and tau, and each strategy reads only the options it owns.
+        """
+        return run_option_specs(METHODS[self.method], *parents_first(),
                                 OPTIMIZERS[self.optimizer], PretrainingPhase)
 
     def build_strategy(self) -> Strategy:
         """The configured server strategy."""
-        options = build_options(
-            StrategyConfig, {**self.options, "clients_per_round": self.clients_per_round}
-        )
-        return STRATEGIES[self.strategy](options)
+        return STRATEGIES[self.strategy].from_options(self._server_values())
+
+    def _server_values(self) -> dict[str, Any]:
+        """The option values a strategy reads, with the run's clients per round."""
+        return {**self.options, "clients_per_round": self.clients_per_round}
 
     def build_method(self) -> Method:
         """The configured client method."""
@@ -237,5 +244,5 @@ def run_option_specs(*components: type) -> dict[str, OptionSpec]:
 
 def all_option_specs() -> dict[str, OptionSpec]:
     """The options of every registered method, strategy and optimiser (``pflkit train``)."""
-    return run_option_specs(*METHODS.values(), *STRATEGIES.values(), *OPTIMIZERS.values(),
+    return run_option_specs(*METHODS.values(), *parents_first(), *OPTIMIZERS.values(),
                             PretrainingPhase)

@@ -96,9 +96,18 @@ def _kind(annotation: str) -> str:
 
 
 def _attribute_docs(cls: type) -> dict[str, str]:
+    """The documented fields of an options class and of the options classes it extends (a
+    field inherited from a base, such as every strategy's ``server_lr``, is documented there)."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        docs.update(_docstring_attributes(inspect.cleandoc(klass.__doc__ or "")))
+    return docs
+
+
+def _docstring_attributes(docstring: str) -> dict[str, str]:
     """``name: description`` lines of the ``Attributes:`` section of a class docstring."""
     docs: dict[str, str] = {}
-    lines = inspect.getdoc(cls).splitlines() if inspect.getdoc(cls) else []
+    lines = docstring.splitlines()
     inside, indent, current = False, 0, []
     for line in lines:
         if line.strip() == "Attributes:":

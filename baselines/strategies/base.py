@@ -3,8 +3,10 @@
 As in Flower, a strategy has a handful of hooks (``configure_fit`` picks the round's clients,
 ``aggregate_fit`` turns the clients' updates into the next global weights, ``state_dict`` /
 ``load_state_dict`` persist server optimiser state for ``--resume``); the round loop in
-:mod:`baselines.engine.simulation` drives them. Options shared by all strategies live in one
-:class:`StrategyConfig`, documented once.
+:mod:`baselines.engine.simulation` drives them. A strategy owns its options, as a method does: the
+options every strategy shares live in :class:`StrategyOptions`, documented once, and a strategy
+with options of its own extends it (:class:`~baselines.strategies.fedavgm.FedAvgMOptions`,
+:class:`~baselines.strategies.fedopt.FedOptOptions`) and names that class in ``option_classes``.
 """
 
 from __future__ import annotations
@@ -12,17 +14,17 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
 from baselines.engine.client_job import ClientUpdate
-from baselines.options import option
+from baselines.options import build_options, option
 
 
 @dataclass(frozen=True)
-class StrategyConfig:
+class StrategyOptions:
     """Options of every strategy.
 
     Attributes:
@@ -31,47 +33,59 @@ class StrategyConfig:
             mean).
         server_lr: server learning rate eta (unset: the strategy's default, 1 for FedAvg and
             FedAvgM, 1e-2 for FedAdam and FedYogi).
-        server_momentum: FedAvgM momentum beta.
-        beta1: first-moment decay of FedAdam / FedYogi.
-        beta2: second-moment decay of FedAdam / FedYogi.
-        tau: adaptivity of FedAdam / FedYogi (v_{-1} = tau^2).
     """
 
     clients_per_round: int = 2
     weighted: bool = option(True, flag="--unweighted", negate=True)
     server_lr: float | None = None
-    server_momentum: float = 0.9
-    beta1: float = 0.9
-    beta2: float = 0.99
-    tau: float = 1e-3
 
     def __post_init__(self) -> None:
         if self.clients_per_round < 1:
             raise ValueError(f"clients per round must be >= 1, got {self.clients_per_round}")
         if self.server_lr is not None and not self.server_lr > 0:
             raise ValueError(f"server learning rate must be > 0, got {self.server_lr}")
-        for name in ("server_momentum", "beta1", "beta2"):
-            value = getattr(self, name)
-            if not 0 <= value < 1:
-                raise ValueError(f"{name} must be in [0, 1), got {value}")
-        if not self.tau > 0:
-            raise ValueError(f"tau must be > 0, got {self.tau}")
+
+
+def check_decay(name: str, value: float) -> None:
+    """Refuse a momentum or moment decay outside [0, 1).
+
+    Raises:
+        ValueError: naming the option.
+    """
+    if not 0 <= value < 1:
+        raise ValueError(f"{name} must be in [0, 1), got {value}")
 
 
 class Strategy(ABC):
     """Base class of server strategies.
 
     Args:
-        config: the shared options.
+        config: the strategy's options (an instance of its ``option_classes[0]``).
     """
 
     name: ClassVar[str] = ""
     default_server_lr: float = 1.0
-    #: the options dataclasses of the strategy (see :mod:`baselines.options`).
-    option_classes: ClassVar[tuple[type, ...]] = (StrategyConfig,)
+    #: the options dataclass of the strategy (see :mod:`baselines.options`): one class, which
+    #: extends :class:`StrategyOptions` with the strategy's own fields.
+    option_classes: ClassVar[tuple[type[StrategyOptions], ...]] = (StrategyOptions,)
 
-    def __init__(self, config: StrategyConfig) -> None:
+    def __init__(self, config: StrategyOptions) -> None:
         self.config = config
+
+    @classmethod
+    def from_options(cls, values: Mapping[str, Any]) -> Strategy:
+        """Build the strategy from its options.
+
+        Args:
+            values: option key -> value (only the keys of ``option_classes`` are read).
+
+        Returns:
+            The strategy.
+
+        Raises:
+            ValueError: naming the invalid option.
+        """
+        return cls(build_options(cls.option_classes[0], values))
 
     @property
     def server_lr(self) -> float:

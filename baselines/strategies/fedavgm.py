@@ -8,21 +8,39 @@ Visual Classification" (https://arxiv.org/abs/1909.06335): ``v_t = beta v_{t-1} 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import torch
 
 from baselines.engine.client_job import ClientUpdate
 from baselines.strategies.aggregation import apply_update, momentum_velocity
-from baselines.strategies.base import StrategyConfig, pack_state, unpack_state
+from baselines.strategies.base import StrategyOptions, check_decay, pack_state, unpack_state
 from baselines.strategies.fedavg import FedAvg
 
 
+@dataclass(frozen=True)
+class FedAvgMOptions(StrategyOptions):
+    """Options of FedAvgM: every strategy's, and its momentum.
+
+    Attributes:
+        server_momentum: FedAvgM momentum beta.
+    """
+
+    server_momentum: float = 0.9
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_decay("server_momentum", self.server_momentum)
+
+
 class FedAvgM(FedAvg):
-    """FedAvg with a server momentum buffer (``StrategyConfig.server_momentum``)."""
+    """FedAvg with a server momentum buffer (:attr:`FedAvgMOptions.server_momentum`)."""
 
     name = "fedavgm"
+    option_classes = (FedAvgMOptions,)
+    config: FedAvgMOptions
 
-    def __init__(self, config: StrategyConfig) -> None:
+    def __init__(self, config: FedAvgMOptions) -> None:
         super().__init__(config)
         self.velocity: dict[str, torch.Tensor] | None = None
 

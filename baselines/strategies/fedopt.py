@@ -12,13 +12,36 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import torch
 
 from baselines.engine.client_job import ClientUpdate
 from baselines.strategies.aggregation import adaptive_step, apply_update, first_moment
-from baselines.strategies.base import StrategyConfig, pack_state, unpack_state
+from baselines.strategies.base import StrategyOptions, check_decay, pack_state, unpack_state
 from baselines.strategies.fedavg import FedAvg
+
+
+@dataclass(frozen=True)
+class FedOptOptions(StrategyOptions):
+    """Options of FedAdam and FedYogi: every strategy's, and the moments'.
+
+    Attributes:
+        beta1: first-moment decay of FedAdam / FedYogi.
+        beta2: second-moment decay of FedAdam / FedYogi.
+        tau: adaptivity of FedAdam / FedYogi (v_{-1} = tau^2).
+    """
+
+    beta1: float = 0.9
+    beta2: float = 0.99
+    tau: float = 1e-3
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("beta1", "beta2"):
+            check_decay(name, getattr(self, name))
+        if not self.tau > 0:
+            raise ValueError(f"tau must be > 0, got {self.tau}")
 
 
 class FedOpt(FedAvg):
@@ -26,8 +49,10 @@ class FedOpt(FedAvg):
 
     name = "fedopt"
     default_server_lr = 1e-2
+    option_classes = (FedOptOptions,)
+    config: FedOptOptions
 
-    def __init__(self, config: StrategyConfig) -> None:
+    def __init__(self, config: FedOptOptions) -> None:
         super().__init__(config)
         self.m: dict[str, torch.Tensor] | None = None
         self.v: dict[str, torch.Tensor] | None = None

@@ -14,7 +14,7 @@ from safetensors import safe_open
 
 from baselines.cli import train
 from baselines.fsp.vocabulary import LOCATION_BINS, MAX_MASKED, SENTINEL_KINDS
-from baselines.strategies import STRATEGIES, StrategyConfig
+from baselines.strategies import STRATEGIES, StrategyOptions
 from benchmark.tracks import get_track
 from evaluator.models import SubmissionMetadata
 from evaluator.validation.commlog import declared_shape, parse_log
@@ -67,7 +67,7 @@ def test_the_log_holds_the_pretraining_round_then_the_fine_tuning_round(run: Pat
 
 def test_fine_tuning_samples_as_a_run_without_pretraining(run: Path, tiny_data: Path) -> None:
     (row,) = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-    strategy = STRATEGIES["fedavg"](StrategyConfig(clients_per_round=1))
+    strategy = STRATEGIES["fedavg"](StrategyOptions(clients_per_round=1))
     assert row["round"] == 1 and row["log_round"] == 2
     assert row["clients"] == strategy.configure_fit(1, 10, seed=0)
     assert [r[1] for r in rows(run) if r[0] == 2 and r[1] >= 0] == row["clients"]

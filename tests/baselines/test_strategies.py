@@ -13,8 +13,10 @@ from baselines.strategies import (
     FedAdam,
     FedAvg,
     FedAvgM,
+    FedAvgMOptions,
+    FedOptOptions,
     FedYogi,
-    StrategyConfig,
+    StrategyOptions,
     get_strategy,
 )
 
@@ -27,7 +29,7 @@ WEIGHTS = {"w": torch.tensor([10.0]), "b": torch.tensor([[1.0, 1.0]])}
 
 
 def test_fedavg_weights_updates_by_examples() -> None:
-    strategy = FedAvg(StrategyConfig(clients_per_round=2))
+    strategy = FedAvg(StrategyOptions(clients_per_round=2))
     new = strategy.aggregate_fit(1, WEIGHTS, [_update(1.0, 1), _update(2.0, 3)])
     # (1 * 1 + 3 * 2) / 4 = 1.75
     assert new["w"].item() == pytest.approx(11.75)
@@ -35,13 +37,13 @@ def test_fedavg_weights_updates_by_examples() -> None:
 
 
 def test_fedavg_unweighted_and_server_learning_rate() -> None:
-    strategy = FedAvg(StrategyConfig(weighted=False, server_lr=0.5))
+    strategy = FedAvg(StrategyOptions(weighted=False, server_lr=0.5))
     new = strategy.aggregate_fit(1, WEIGHTS, [_update(1.0, 1), _update(2.0, 3)])
     assert new["w"].item() == pytest.approx(10 + 0.5 * 1.5)
 
 
 def test_fedavgm_accumulates_server_momentum() -> None:
-    strategy = FedAvgM(StrategyConfig(server_momentum=0.9))
+    strategy = FedAvgM(FedAvgMOptions(server_momentum=0.9))
     first = strategy.aggregate_fit(1, WEIGHTS, [_update(1.0, 1), _update(2.0, 3)])
     assert first["w"].item() == pytest.approx(11.75)  # v_1 = 1.75
     second = strategy.aggregate_fit(2, first, [_update(1.0, 5)])
@@ -64,7 +66,7 @@ def _adaptive_by_hand(deltas: list[float], *, yogi: bool, eta=0.01, b1=0.9, b2=0
 
 @pytest.mark.parametrize(("cls", "yogi"), [(FedAdam, False), (FedYogi, True)])
 def test_adaptive_strategies_match_algorithm_2(cls, yogi: bool) -> None:
-    strategy = cls(StrategyConfig(beta1=0.9, beta2=0.99, tau=1e-3))
+    strategy = cls(FedOptOptions(beta1=0.9, beta2=0.99, tau=1e-3))
     assert strategy.server_lr == 0.01
     weights = {"w": torch.tensor([10.0])}
     deltas = [2.0, 0.1, -0.5]
@@ -81,7 +83,7 @@ def test_fedadam_and_fedyogi_differ_in_the_second_moment() -> None:
 
 @pytest.mark.parametrize("name", sorted(STRATEGIES))
 def test_state_dict_round_trip_continues_identically(name: str) -> None:
-    config = StrategyConfig()
+    config: dict[str, float] = {}
     original = get_strategy(name, config)
     weights = {"w": torch.tensor([1.0, -2.0])}
     weights = original.aggregate_fit(1, weights, [ClientUpdate({"w": torch.tensor([0.3, 0.1])}, 2)])
@@ -94,7 +96,7 @@ def test_state_dict_round_trip_continues_identically(name: str) -> None:
 
 
 def test_client_sampling_is_seeded_and_without_replacement() -> None:
-    strategy = FedAvg(StrategyConfig(clients_per_round=3))
+    strategy = FedAvg(StrategyOptions(clients_per_round=3))
     picks = [strategy.configure_fit(r, 10, seed=7) for r in range(1, 21)]
     assert picks == [strategy.configure_fit(r, 10, seed=7) for r in range(1, 21)]
     assert all(len(set(p)) == 3 and all(0 <= c < 10 for c in p) for p in picks)
@@ -104,7 +106,7 @@ def test_client_sampling_is_seeded_and_without_replacement() -> None:
 
 def test_more_clients_per_round_than_clients_is_refused() -> None:
     with pytest.raises(ValueError, match="at most 10"):
-        FedAvg(StrategyConfig(clients_per_round=11)).configure_fit(1, 10, seed=0)
+        FedAvg(StrategyOptions(clients_per_round=11)).configure_fit(1, 10, seed=0)
 
 
 @pytest.mark.parametrize(
@@ -118,9 +120,9 @@ def test_more_clients_per_round_than_clients_is_refused() -> None:
 )
 def test_bad_strategy_options_are_refused(kwargs, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        StrategyConfig(**kwargs)
+        FedOptOptions(**kwargs)
 
 
 def test_unknown_strategy_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown strategy 'fedprox'"):
-        get_strategy("fedprox", StrategyConfig())
+        get_strategy("fedprox", {})
