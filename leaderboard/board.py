@@ -60,7 +60,7 @@ class Board:
 def csv_columns() -> list[str]:
     """The CSV export's header: the shared columns, then each track's result columns."""
     own = [column for track in TRACKS.values() for column in track.result_columns]
-    return [*CSV_FIRST_COLUMNS, *dict.fromkeys(own), *CSV_LAST_COLUMNS]
+    return list(dict.fromkeys([*CSV_FIRST_COLUMNS, *own, *CSV_LAST_COLUMNS]))
 
 
 def _public(unranked: Unranked) -> Unranked:
