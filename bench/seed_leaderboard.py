@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from benchmark.tracks import COMMUNICATION, PRIVACY, TRACKS
 from evaluator import crud
 from evaluator.models import Status, Team
 
@@ -106,7 +107,7 @@ def fill_random(session: Session, *, n: int, teams: int = 50, seed: int = 0) -> 
     rng = random.Random(seed)
     start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     for i in range(n):
-        track = 1 if rng.random() < 0.6 else 2
+        track = COMMUNICATION.number if rng.random() < 0.6 else PRIVACY.number
         created = start + dt.timedelta(minutes=i)
         name = f"team-{rng.randrange(teams):03d}"
         if rng.random() < 0.1:
@@ -125,7 +126,7 @@ def fill_random(session: Session, *, n: int, teams: int = 50, seed: int = 0) -> 
             "rounds": rounds, "messages": 2 * rounds * clients,
             "per_round": per_round(rounds, clients, message),
         }  # fmt: skip
-        if track == 2:
+        if "privacy" in TRACKS[track].parts:  # a privacy claim, checked or not
             results.update(
                 epsilon=rng.choice([0.5, 1.0, 3.9, 4.0, 8.0, 12.0]), delta=1e-5,
                 privacy_verified=rng.random() < 0.8,
