@@ -26,6 +26,12 @@ claim as a Gaussian trade-off curve (mu-GDP with the mu whose curve passes throu
 against 2.9 at delta 1e-5). Both bounds are reported; the verdict uses the larger, and
 :data:`ANALYSES` says what each assumes.
 
+Reconstruction canaries (:func:`reconstruction_audit`): every canary is trained on, with a
+secret drawn uniformly from k candidates; the auditor guesses the secret of the r canaries it
+is surest of (the widest margin between its best and second-best candidate) and v guesses are
+right. Only the f-DP analysis covers k-ary guesses (the Steinke-Nasr-Jagielski theorem is for
+binary coins), so its bound is the verdict's.
+
 Imports nothing of the kit but :mod:`accountant.audit_fdp`, numpy and scipy.
 """
 
@@ -43,6 +49,8 @@ from accountant.audit_fdp import gdp_epsilon, mu_lower_bound
 
 #: guesses per side, as fractions of the canaries, tried by :func:`one_run_audit` (Bonferroni)
 DEFAULT_GUESS_FRACTIONS = (0.05, 0.1, 0.25, 0.5)
+#: guesses, as fractions of the canaries, tried by :func:`reconstruction_audit` (Bonferroni)
+RECONSTRUCTION_GUESS_FRACTIONS = (0.05, 0.1, 0.25, 0.5, 1.0)
 #: search range of the bisection on epsilon (a bound this large needs thousands of guesses)
 MAX_EPSILON = 50.0
 #: what each analysis's bound assumes of the training (the verdict names the one it used)
@@ -149,6 +157,9 @@ class AuditResult:
         verdict_epsilon: the larger of the two bounds: the one a claim is compared with.
         verdict_analysis: which analysis gave it (a key of :data:`ANALYSES`; "snj" on ties).
         verdict_note: what that analysis assumes, in words.
+        kind: ``membership`` (binary coins) or ``reconstruction`` (k-ary secrets; the
+            Steinke-Nasr-Jagielski fields are then 0: that analysis is for coins only).
+        candidates: k, the values a canary's secret is drawn from (2 for membership).
     """
 
     epsilon_lower_bound: float
@@ -173,6 +184,8 @@ class AuditResult:
     verdict_epsilon: float = 0.0
     verdict_analysis: str = "snj"
     verdict_note: str = ANALYSES["snj"]
+    kind: str = "membership"
+    candidates: int = 2
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary."""
@@ -279,6 +292,97 @@ def one_run_audit(
         verdict_epsilon=max(bound, fdp_bound),
         verdict_analysis=analysis,
         verdict_note=ANALYSES[analysis],
+    )
+
+
+def reconstruction_audit(
+    scores: Sequence[Sequence[float]],
+    secrets: Sequence[int],
+    *,
+    delta: float,
+    alpha: float = 0.05,
+    fractions: Sequence[float] = RECONSTRUCTION_GUESS_FRACTIONS,
+    fpr: float = 0.1,
+) -> AuditResult:
+    """Audit one training run from its reconstruction canaries' candidate scores.
+
+    Each canary's guess is its highest-scoring candidate (ties: the first); the canaries are
+    ranked by the margin between their best and second-best score, and for every guess count
+    of ``fractions`` (declared before the scores are seen) the r surest guesses are tested with
+    the f-DP analysis for k-ary guesses at level ``alpha`` / (number of counts).
+
+    Args:
+        scores: an m x k table, the attack's score of each candidate of each canary (higher:
+            more likely the trained one).
+        secrets: the index of each canary's true candidate.
+        delta: the claim's delta, in (0, 1).
+        alpha: the level.
+        fractions: guess counts as fractions of the canaries.
+        fpr: the false-positive rate at which the true-positive rate is reported (true
+            candidates against wrong ones, over all canaries).
+
+    Returns:
+        The audit's figures (``auc``: P[a true candidate scores above a wrong one]).
+
+    Raises:
+        ValueError: fewer than two canaries or candidates, a secret out of range, mismatched
+            shapes or non-finite scores.
+    """
+    values = np.asarray(scores, dtype=float)
+    secret = np.asarray(secrets)
+    if values.ndim != 2 or secret.shape != (values.shape[0],):
+        raise ValueError("scores must be an m x k table and secrets a list of m indexes")
+    m, k = values.shape
+    if m < 2 or k < 2:
+        raise ValueError("an audit needs at least two canaries of at least two candidates")
+    if not np.all(np.isfinite(values)):
+        raise ValueError("every score must be finite")
+    if not np.issubdtype(secret.dtype, np.integer) or secret.min() < 0 or secret.max() >= k:
+        raise ValueError(f"every secret must be a candidate index in 0..{k - 1}")
+    guess = values.argmax(axis=1)
+    ranked = np.sort(values, axis=1)
+    margin = ranked[:, -1] - ranked[:, -2]
+    order = np.lexsort((np.arange(m), -margin))
+    right = guess == secret
+    counts = sorted({min(max(1, round(f * m)), m) for f in fractions})
+    level = alpha / len(counts)
+    best = None
+    for r in counts:
+        correct = int(right[order[:r]].sum())
+        mu = mu_lower_bound(m, r, correct, alpha=level, candidates=k)
+        if best is None or mu > best[0]:
+            best = (mu, r, correct)
+    assert best is not None
+    mu, r, correct = best
+    fdp_bound = gdp_epsilon(mu, delta=delta) if 0 < delta < 1 else 0.0
+    is_true = np.zeros_like(values, dtype=bool)
+    is_true[np.arange(m), secret] = True
+    tpr, achieved = tpr_at_fpr(values.ravel(), is_true.ravel(), fpr)
+    return AuditResult(
+        epsilon_lower_bound=0.0,
+        canaries=m,
+        canaries_in=m,
+        guesses=0,
+        correct=0,
+        guesses_in=0,
+        guesses_out=0,
+        plans=len(counts),
+        delta=float(delta),
+        alpha=float(alpha),
+        auc=roc_auc(values.ravel(), is_true.ravel()),
+        tpr_at_fpr=tpr,
+        fpr=achieved,
+        fdp_epsilon_lower_bound=fdp_bound,
+        fdp_mu_lower_bound=mu,
+        fdp_guesses=r,
+        fdp_correct=correct,
+        fdp_guesses_in=r,
+        fdp_guesses_out=0,
+        verdict_epsilon=fdp_bound,
+        verdict_analysis="fdp",
+        verdict_note=ANALYSES["fdp"],
+        kind="reconstruction",
+        candidates=k,
     )
 
 

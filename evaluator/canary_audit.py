@@ -18,6 +18,19 @@ The attack that decides (``attack``) is fixed by the organisers before any submi
 both and keeping the larger bound would need a correction for the choice. The other attack's
 AUC is reported beside it, as information.
 
+Reconstruction canaries (``kind: reconstruction`` in the coins file): every canary was trained
+on with one of k candidate VAT id and IBAN pairs. Asking the model for the secret with the
+secret hidden scores nothing (measured: a model that copies answers from the OCR has no reason
+to store them), so the attack asks which version of the canary's own training records the
+model fits best: each ``question`` probe whose page shows the secret is scored k times, the
+secret's words in its OCR and answer replaced by each candidate's (:func:`with_candidate`).
+A canary's score for a candidate is the mean of that version's log-likelihood gain
+(submitted minus base) over its probes, and :func:`accountant.audit.reconstruction_audit`
+analyses the guesses (the best candidate per canary) with the f-DP test for k-ary guesses.
+
+Cost: the probes of at most ``probe_documents`` invoices per canary are scored (its first, in
+the coins file's order), so the audit's pass is bounded whatever the canaries' invoice counts.
+
 Like :mod:`evaluator.scoring`, only aggregates leave this module: no probe, secret, coin or
 per-canary score is returned, logged or put into a message.
 """
@@ -31,13 +44,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from accountant.audit import one_run_audit
+from accountant.audit import one_run_audit, reconstruction_audit
 
 COINS_FILE = "canaries.json"
 PROBES_FILE = "imdb_canaries.npy"
 ATTACKS = ("secret", "question")
 #: the delta tested when the submission declares none (track 1): the competition's
 DEFAULT_DELTA = 1e-5
+#: invoices per canary whose probes the audit scores (measured: docs/results/audit_power.md)
+DEFAULT_PROBE_DOCUMENTS = 2
 
 
 class CanaryAudit:
@@ -49,7 +64,9 @@ class CanaryAudit:
             or a function returning it (resolved on first use).
         batch_size: probes per forward pass.
         device: where the base model runs (a torch device, or a function returning one).
-        attack: the probes whose gains score a canary (``secret`` or ``question``).
+        attack: the probes whose gains score a membership canary (``secret`` or ``question``;
+            reconstruction canaries are always scored by their ``secret`` probes).
+        probe_documents: invoices per canary whose probes are scored (None: all).
     """
 
     def __init__(
@@ -60,10 +77,14 @@ class CanaryAudit:
         batch_size: int = 32,
         device: Any = "cpu",
         attack: str = "question",
+        probe_documents: int | None = DEFAULT_PROBE_DOCUMENTS,
     ) -> None:
         if attack not in ATTACKS:
             raise ValueError(f"attack must be one of {', '.join(ATTACKS)}, not {attack!r}")
+        if probe_documents is not None and probe_documents < 1:
+            raise ValueError(f"probe_documents must be >= 1 or None, not {probe_documents}")
         self.attack = attack
+        self.probe_documents = probe_documents
         self.data_dir = Path(data_dir)
         self._reference = reference_dir
         self._device = device
@@ -85,21 +106,59 @@ class CanaryAudit:
         return (self.directory / COINS_FILE).is_file() and (self.directory / PROBES_FILE).is_file()
 
     @cached_property
+    def _coins(self) -> dict[str, Any]:
+        """The organisers' coins file."""
+        return json.loads((self.directory / COINS_FILE).read_text(encoding="utf-8"))
+
+    @property
+    def kind(self) -> str:
+        """``membership`` or ``reconstruction`` (files written before the kinds: membership)."""
+        return str(self._coins.get("kind", "membership"))
+
+    @cached_property
     def _canaries(self) -> tuple[list[str], list[bool], list[dict[str, Any]]]:
-        """(canary provider ids, their coins, the probes), from the organisers' files."""
+        """(canary provider ids, their coins, the probes scored), from the organisers' files:
+        the probes of each canary's first ``probe_documents`` invoices."""
         from benchmark.data.imdb import read_imdb
 
-        coins = json.loads((self.directory / COINS_FILE).read_text(encoding="utf-8"))
-        providers = [entry["provider"] for entry in coins["canaries"]]
-        included = [bool(entry["included"]) for entry in coins["canaries"]]
+        entries = self._coins["canaries"]
+        providers = [entry["provider"] for entry in entries]
+        included = [bool(entry["included"]) for entry in entries]
         _, probes = read_imdb(self.directory / PROBES_FILE)  # the organisers' own file
         known = set(providers)
         if not probes or any(p["provider"] not in known for p in probes):
             raise ValueError("the canary probes do not match the canaries' coins")
+        if self.probe_documents is not None:
+            kept = {d for entry in entries for d in entry["documents"][: self.probe_documents]}
+            probes = [p for p in probes if p["document_id"] in kept]
         for attack in ATTACKS:
             if len({p["provider"] for p in probes if p.get("probe") == attack}) != len(providers):
                 raise ValueError(f"some canaries have no {attack!r} probe")
         return providers, included, probes
+
+    @cached_property
+    def _rows(self) -> list[tuple[int, int, dict[str, Any]]]:
+        """What is scored, as (probe index, candidate index, record): for membership canaries
+        every probe once as it is (candidate 0); for reconstruction canaries each ``question``
+        probe (a training record of the canary) whose page shows the secret, once per
+        candidate, with the secret's words in its OCR and answer replaced by the candidate's
+        (:func:`with_candidate`): which of the k versions of its own training records the
+        model fits best."""
+        providers, _, probes = self._canaries
+        if self.kind != "reconstruction":
+            return [(i, 0, p) for i, p in enumerate(probes)]
+        entries = {entry["provider"]: entry for entry in self._coins["canaries"]}
+        rows = []
+        for index, probe in enumerate(probes):
+            entry = entries[probe["provider"]]
+            secret = entry["candidates"][entry["secret"]]
+            if probe.get("probe") != "question" or not _shows(probe, secret):
+                continue
+            rows += [(index, j, with_candidate(probe, secret, option))
+                     for j, option in enumerate(entry["candidates"])]  # fmt: skip
+        if len({probes[i]["provider"] for i, _, _ in rows}) != len(providers):
+            raise ValueError("some reconstruction canaries have no probe showing their secret")
+        return rows
 
     @cached_property
     def _processor(self) -> Any:
@@ -109,26 +168,24 @@ class CanaryAudit:
 
     @cached_property
     def _batches(self) -> list[tuple[list[int], dict[str, Any], list[str] | None]]:
-        """The probes encoded once per process, in batches of similar length (less padding):
-        (probe indexes, model inputs with labels, page names or None without images)."""
-        _, _, probes = self._canaries
+        """The rows encoded once per process, in batches of similar length (less padding):
+        (row indexes, model inputs with labels, page names or None without images)."""
+        rows = self._rows
         processor = self._processor
-        order = sorted(range(len(probes)), key=lambda i: len(probes[i]["ocr_tokens"]))
+        order = sorted(range(len(rows)), key=lambda i: len(rows[i][2]["ocr_tokens"]))
         batches = []
         for start in range(0, len(order), self.batch_size):
             chosen = order[start : start + self.batch_size]
-            rows = [probes[i] for i in chosen]
+            shown = [rows[i][2] for i in chosen]
             encoded = processor.encode_batch(
-                [r["question"] for r in rows], [r["ocr_tokens"] for r in rows],
-                [r["ocr_normalized_boxes"] for r in rows],
+                [r["question"] for r in shown], [r["ocr_tokens"] for r in shown],
+                [r["ocr_normalized_boxes"] for r in shown],
             )  # fmt: skip
             features = [{"input_ids": ids, "input_boxes": boxes} for ids, boxes
                         in zip(encoded["input_ids"], encoded["input_boxes"], strict=True)]  # fmt: skip
             inputs = processor.collate(features, with_images=False)
-            inputs["labels"] = processor.labels_tensor(
-                [r["answers"] if isinstance(r["answers"], str) else r["answers"][0] for r in rows]
-            )
-            names = [r["image_name"] for r in rows] if processor.use_visual else None
+            inputs["labels"] = processor.labels_tensor([_answer(r) for r in shown])
+            names = [r["image_name"] for r in shown] if processor.use_visual else None
             batches.append((chosen, inputs, names))
         return batches
 
@@ -150,20 +207,19 @@ class CanaryAudit:
         return self.loglik(model)
 
     def loglik(self, model: Any) -> Any:
-        """Log-likelihood of each probe's answer tokens under ``model`` (teacher forcing).
+        """Log-likelihood of each row's answer tokens under ``model`` (teacher forcing).
 
         Args:
             model: a VT5 model in eval mode.
 
         Returns:
-            A numpy array, one value per probe, in the probes' order.
+            A numpy array, one value per row of :attr:`_rows`, in their order.
         """
         import numpy as np
         import torch
 
-        _, _, probes = self._canaries
         device = next(model.parameters()).device
-        values = np.zeros(len(probes), dtype=float)
+        values = np.zeros(len(self._rows), dtype=float)
         with torch.inference_mode():
             for chosen, encoded, names in self._batches:
                 batch = {name: tensor.to(device) for name, tensor in encoded.items()}
@@ -186,16 +242,24 @@ class CanaryAudit:
         if self.available:
             _ = self._base_loglik
 
-    def scores(self, model: Any) -> dict[str, list[float]]:
-        """Each canary's score under each attack: the mean over the canary's probes of that
-        kind of the answer's log-likelihood under ``model`` minus under the base, in the
-        canaries' order."""
+    def scores(self, model: Any) -> dict[str, Any]:
+        """Each canary's scores, in the canaries' order: for membership canaries, under each
+        attack, the mean over the canary's probes of that kind of the answer's log-likelihood
+        under ``model`` minus under the base; for reconstruction canaries (key ``question``)
+        an m x k table, the same mean per candidate version of the canary's records."""
         import numpy as np
 
         providers, _, probes = self._canaries
         gain = self.loglik(model) - self._base_loglik
-        owner = np.asarray([providers.index(p["provider"]) for p in probes])
-        kind = np.asarray([p.get("probe") for p in probes])
+        rows = self._rows
+        owner = np.asarray([providers.index(probes[i]["provider"]) for i, _, _ in rows])
+        if self.kind == "reconstruction":
+            candidate = np.asarray([j for _, j, _ in rows])
+            k = int(candidate.max()) + 1
+            table = [[float(gain[(owner == c) & (candidate == j)].mean()) for j in range(k)]
+                     for c in range(len(providers))]  # fmt: skip
+            return {"question": table}
+        kind = np.asarray([probes[i].get("probe") for i, _, _ in rows])
         return {
             attack: [float(gain[(owner == index) & (kind == attack)].mean())
                      for index in range(len(providers))]
@@ -225,11 +289,19 @@ class CanaryAudit:
         _, included, _ = self._canaries
         tested = DEFAULT_DELTA if delta is None else float(delta)
         scores = self.scores(model)
-        result = one_run_audit(scores[self.attack], included, delta=tested)
+        if self.kind == "reconstruction":
+            secrets = [int(entry["secret"]) for entry in self._coins["canaries"]]
+            result = reconstruction_audit(scores["question"], secrets, delta=tested)
+            attack, auc_by_attack = "question", {}
+        else:
+            result = one_run_audit(scores[self.attack], included, delta=tested)
+            attack = self.attack
+            auc_by_attack = {a: roc_auc(s, included) for a, s in scores.items()}
         seconds = time.perf_counter() - started
         report = result.as_dict()
-        report["attack"] = self.attack
-        report["auc_by_attack"] = {a: roc_auc(s, included) for a, s in scores.items()}
+        report["attack"] = attack
+        report["auc_by_attack"] = auc_by_attack
+        report["probe_documents"] = self.probe_documents
         report["delta_source"] = "declared" if delta is not None else "default (no claim)"
         return {
             "audit_epsilon": result.verdict_epsilon,
@@ -245,3 +317,33 @@ def contradicted(epsilon: float | None, audit_epsilon: float | None) -> bool:
     """Whether a privacy claim is contradicted by the audit: its epsilon is below the audit's
     lower bound (a statistical test at 95% confidence, so "contradicted", not "false")."""
     return epsilon is not None and audit_epsilon is not None and epsilon < audit_epsilon
+
+
+def _answer(probe: dict[str, Any]) -> str:
+    """A probe's answer (the release stores one string; older files a list)."""
+    answers = probe["answers"]
+    return answers if isinstance(answers, str) else answers[0]
+
+
+def _shows(probe: dict[str, Any], secret: dict[str, str]) -> bool:
+    """Whether the probe's OCR holds every word of at least one of the secret's values."""
+    tokens = set(probe["ocr_tokens"])
+    return any(set(value.split()) <= tokens for value in secret.values())
+
+
+def with_candidate(
+    probe: dict[str, Any], secret: dict[str, str], candidate: dict[str, str]
+) -> dict[str, Any]:
+    """The probe as it would read had the canary's secret been ``candidate``: each word of a
+    secret value in the OCR becomes the candidate's word in the same place (the candidates
+    share their locale's pattern, so their values have as many words), and an answer equal to
+    a secret value becomes the candidate's; the boxes and the page are unchanged."""
+    words: dict[str, str] = {}
+    for field, value in secret.items():
+        old, new = value.split(), candidate[field].split()
+        if len(old) == len(new):
+            words.update((a, b) for a, b in zip(old, new, strict=True) if a != b)
+    answers = {value: candidate[field] for field, value in secret.items()}
+    answer = _answer(probe)
+    return {**probe, "ocr_tokens": [words.get(t, t) for t in probe["ocr_tokens"]],
+            "answers": answers.get(answer, answer)}  # fmt: skip

@@ -277,14 +277,37 @@ def _claim(run_dir: Path) -> tuple[float | None, float | None]:
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="benchmark directory generated with --canaries (its evaluator/ part holds the coins)",
 )  # fmt: skip
-@click.option("--base", default="base", show_default=True,
-              help="the checkpoint every run started from (the scores are relative to it)")
-@click.option("--attack", type=click.Choice(ATTACK_NAMES), default="question",
-              show_default=True, help="the probes whose gains score a canary")
+@click.option(
+    "--base",
+    default="base",
+    show_default=True,
+    help="the checkpoint every run started from (the scores are relative to it)",
+)
+@click.option(
+    "--attack",
+    type=click.Choice(ATTACK_NAMES),
+    default="question",
+    show_default=True,
+    help="the probes whose gains score a canary",
+)
+@click.option(
+    "--probe-documents",
+    type=click.IntRange(min=0),
+    default=None,
+    help="invoices per canary whose probes are scored (0: all; default: the "
+    "worker's, evaluator.canary_audit.DEFAULT_PROBE_DOCUMENTS)",
+)
 @click.option("--threads", type=int, default=None, help="torch threads (default: torch's)")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per run")
-def audit(run_dirs: tuple[Path, ...], data_dir: Path, base: str, attack: str,
-          threads: int | None, as_json: bool) -> None:
+def audit(
+    run_dirs: tuple[Path, ...],
+    data_dir: Path,
+    base: str,
+    attack: str,
+    probe_documents: int | None,
+    threads: int | None,
+    as_json: bool,
+) -> None:
     """Organisers: the worker's one-run privacy audit of trained runs, offline.
 
     Each RUN_DIR holds checkpoint/ and, for a private run, privacy.json, whose epsilon is the
@@ -297,7 +320,7 @@ def audit(run_dirs: tuple[Path, ...], data_dir: Path, base: str, attack: str,
 
     from benchmark.model import load_model
     from benchmark.model.loading import resolve_checkpoint
-    from evaluator.canary_audit import CanaryAudit, contradicted
+    from evaluator.canary_audit import DEFAULT_PROBE_DOCUMENTS, CanaryAudit, contradicted
 
     if threads:
         torch.set_num_threads(threads)
@@ -305,7 +328,8 @@ def audit(run_dirs: tuple[Path, ...], data_dir: Path, base: str, attack: str,
         reference = resolve_checkpoint(base)
     except FileNotFoundError as exc:
         raise click.ClickException(str(exc)) from None
-    auditor = CanaryAudit(data_dir, reference, attack=attack)
+    documents = DEFAULT_PROBE_DOCUMENTS if probe_documents is None else probe_documents or None
+    auditor = CanaryAudit(data_dir, reference, attack=attack, probe_documents=documents)
     if not auditor.available:
         raise click.ClickException(
             f"{data_dir} has no canaries (evaluator/canaries.json and imdb_canaries.npy): "
@@ -331,7 +355,9 @@ def audit(run_dirs: tuple[Path, ...], data_dir: Path, base: str, attack: str,
             "fdp_epsilon": report["fdp_epsilon_lower_bound"],
             "analysis": report["verdict_analysis"],
             "tpr": columns["audit_tpr"], "fpr": columns["audit_fpr"],
+            "kind": report["kind"], "candidates": report["candidates"],
             "correct": report["correct"], "guesses": report["guesses"],
+            "fdp_correct": report["fdp_correct"], "fdp_guesses": report["fdp_guesses"],
             "auc_by_attack": report["auc_by_attack"],
             "contradicted": contradicted(epsilon, columns["audit_epsilon"]),
             "audit_seconds": columns["audit_seconds"], "base_seconds": base_seconds,
@@ -345,5 +371,6 @@ def audit(run_dirs: tuple[Path, ...], data_dir: Path, base: str, attack: str,
             f"{run_dir}: lower bound {row['audit_epsilon']:.3f} ({claim}, delta {row['delta']:g})"
             f"{verdict}; SNJ {row['snj_epsilon']:.3f}, f-DP (Gaussian) {row['fdp_epsilon']:.3f}"
             f"; AUC {row['auc']:.3f}, TPR {row['tpr']:.3f} at FPR {row['fpr']:.3f}, "
-            f"{row['correct']} of {row['guesses']} guesses right; {row['audit_seconds']:.1f} s"
+            f"{row['fdp_correct']} of {row['fdp_guesses']} guesses right (f-DP's plan, "
+            f"{row['kind']}); {row['audit_seconds']:.1f} s"
         )

@@ -36,15 +36,30 @@ def data() -> None:
     type=click.IntRange(min=0),
     default=0,
     show_default=True,
-    help="Canary providers for the evaluator's privacy audit: each joins a client's training "
-    "data on a secret fair coin (kept in evaluator/ only) or is held out (0: none).",
+    help="Canary providers for the evaluator's privacy audit (0: none); their secrets (coins "
+    "or candidates, see --canary-kind) are kept in evaluator/ only.",
 )
 @click.option(
     "--canary-documents",
     type=click.IntRange(min=1),
-    default=3,
+    default=None,
+    help="Training invoices of every canary provider (default: drawn like its client's "
+    "ordinary providers'; a fixed count is a tell, for power studies).",
+)
+@click.option(
+    "--canary-kind",
+    type=click.Choice(["membership", "reconstruction"]),
+    default="membership",
     show_default=True,
-    help="Training invoices of each canary provider.",
+    help="membership: each canary joins on a secret coin; reconstruction: every canary joins "
+    "with its VAT id and IBAN drawn from --canary-candidates secret candidates.",
+)
+@click.option(
+    "--canary-candidates",
+    type=click.IntRange(min=2),
+    default=10,
+    show_default=True,
+    help="Candidate secrets of a reconstruction canary (k).",
 )
 def generate(
     out: str,
@@ -54,7 +69,9 @@ def generate(
     workers: int | None,
     overwrite: bool,
     canaries: int,
-    canary_documents: int,
+    canary_documents: int | None,
+    canary_kind: str,
+    canary_candidates: int,
 ) -> None:
     """Write DIR/participant, DIR/evaluator, DIR/public and DIR/benchmark.json (with
     --canaries M, also the audit's coins and probes under DIR/evaluator/)."""
@@ -74,6 +91,8 @@ def generate(
             overwrite=overwrite,
             canaries=canaries,
             canary_documents=canary_documents,
+            canary_kind=canary_kind,
+            canary_candidates=canary_candidates,
         )
     except DataError as error:
         raise click.ClickException(str(error)) from error
@@ -153,7 +172,10 @@ def threshold(data_dir: str, run_dir: str, batch_size: int, as_json: bool) -> No
     # log of 1-byte messages would rank first in track 1.
     base_model, base_processor, base_dataset = load_for_scoring(str(base_dir), data_dir, "test")
     base_anls = evaluate(
-        base_model, base_processor, base_dataset, batch_size=batch_size,
+        base_model,
+        base_processor,
+        base_dataset,
+        batch_size=batch_size,
         cache_dir=default_cache_dir(),
     ).anls
     if threshold_from(result.anls) <= base_anls:

@@ -17,9 +17,11 @@ from accountant.audit import (
     guess_plans,
     one_run_audit,
     p_value,
+    reconstruction_audit,
     roc_auc,
     tpr_at_fpr,
 )
+from accountant.audit_fdp import gdp_epsilon, mu_lower_bound
 
 
 def _tail(r: int, v: int, q: float) -> float:
@@ -137,3 +139,47 @@ def test_bad_input_is_refused():
         one_run_audit([1.0, np.nan], [True, False], delta=1e-5)
     with pytest.raises(ValueError, match="same length"):
         one_run_audit([1.0, 2.0], [True], delta=1e-5)
+
+
+def test_reconstruction_guesses_all_right_reach_the_f_dp_ceiling():
+    # 100 canaries of 10 candidates, the true one always far ahead: all 100 guesses right, and
+    # the bound is the f-DP analysis's for (100, 100, 100, k = 10) at 0.05 / 5 (five counts).
+    rng = np.random.default_rng(0)
+    secrets = rng.integers(0, 10, 100)
+    scores = rng.normal(size=(100, 10))
+    scores[np.arange(100), secrets] += 50
+    result = reconstruction_audit(scores, secrets, delta=1e-5)
+    assert (result.kind, result.candidates, result.plans) == ("reconstruction", 10, 5)
+    assert (result.fdp_guesses, result.fdp_correct, result.auc) == (100, 100, 1.0)
+    mu = mu_lower_bound(100, 100, 100, alpha=0.05 / 5, candidates=10)
+    assert result.verdict_epsilon == pytest.approx(gdp_epsilon(mu, delta=1e-5))
+    assert result.verdict_epsilon > 9.5  # measured 9.549; membership's ceiling is 5.669
+    assert result.verdict_analysis == "fdp" and result.epsilon_lower_bound == 0.0
+
+
+def test_reconstruction_keeps_its_level_under_a_gdp_guesser():
+    # A mu-GDP release of the secret (the true candidate's score shifted by mu / sqrt 2: the
+    # two neighbours differ in two coordinates) claims more than its epsilon in at most 5% of
+    # runs, and a guesser that learned nothing claims nothing.
+    rng = np.random.default_rng(3)
+    mu, delta = 1.0, 1e-5
+    claimed = gdp_epsilon(mu, delta=delta)
+    above = 0
+    runs = 100
+    for _ in range(runs):
+        secrets = rng.integers(0, 10, 100)
+        scores = rng.normal(size=(100, 10))
+        scores[np.arange(100), secrets] += mu / math.sqrt(2)
+        above += reconstruction_audit(scores, secrets, delta=delta).verdict_epsilon > claimed
+    assert above / runs <= 0.05
+    blind = reconstruction_audit(rng.normal(size=(100, 10)), rng.integers(0, 10, 100), delta=delta)
+    assert blind.verdict_epsilon == 0.0
+
+
+def test_reconstruction_bad_input_is_refused():
+    with pytest.raises(ValueError, match="m x k table"):
+        reconstruction_audit([1.0, 2.0], [0, 1], delta=1e-5)
+    with pytest.raises(ValueError, match="candidate index in 0..1"):
+        reconstruction_audit([[1.0, 2.0], [0.0, 1.0]], [0, 2], delta=1e-5)
+    with pytest.raises(ValueError, match="finite"):
+        reconstruction_audit([[1.0, float("nan")], [0.0, 1.0]], [0, 1], delta=1e-5)

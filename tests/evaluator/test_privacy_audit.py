@@ -236,3 +236,56 @@ def test_pflkit_audit_reports_what_the_worker_would(
         audit, [str(tmp_path), "--data", str(canary_benchmark), "--base", str(small_reference)]
     )
     assert missing.exit_code != 0 and "no checkpoint to audit" in missing.output
+
+
+@pytest.fixture(scope="module")
+def reconstruction_benchmark(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from benchmark.data.synthetic import generate_benchmark
+
+    out = tmp_path_factory.mktemp("audit-reconstruction") / "bench"
+    generate_benchmark(out, "tiny", 1, workers=1, progress=False, public_documents=0,
+                       canaries=CANARIES, canary_kind="reconstruction")  # fmt: skip
+    return out
+
+
+@pytest.fixture(scope="module")
+def reconstruction_reference(tmp_path_factory, reconstruction_benchmark: Path) -> Path:  # type: ignore[no-untyped-def]
+    """The fast variant's small random VT5, its tokenizer fitted on the reconstruction data."""
+    from benchmark.data import load_split
+
+    rows = [r for k in range(10) for r in load_split(reconstruction_benchmark, "train", client=k)]
+    return save_small_reference(rows, tmp_path_factory.mktemp("reconstruction-reference"),
+                                vocab_size=300, max_answer_tokens=8)  # fmt: skip
+
+
+def test_the_reconstruction_audit_on_a_real_tiny_model(
+    reconstruction_benchmark: Path, reconstruction_reference: Path
+) -> None:
+    """Reconstruction canaries: the small model fine-tuned on the canaries' invoices fits the
+    version of their records with the true VAT id and IBAN better than the other candidates'
+    and the f-DP analysis bounds epsilon; the untrained model learned nothing and gives no
+    bound; only the probes of the first invoice of each canary are scored when
+    ``probe_documents`` is 1. The abstaining guesser is what finds the memorised canaries:
+    the AUC over all candidates stays near chance."""
+    from benchmark.model import load_model
+
+    coins = json.loads((reconstruction_benchmark / "evaluator" / "canaries.json").read_text())
+    providers = {c["provider"] for c in coins["canaries"]}
+    auditor = CanaryAudit(reconstruction_benchmark, reconstruction_reference, probe_documents=1)
+    assert auditor.kind == "reconstruction"
+    scored = {probe["document_id"] for probe in auditor._canaries[2]}
+    assert scored == {c["documents"][0] for c in coins["canaries"]}
+    untouched = auditor.audit(load_model(reconstruction_reference).eval(), None)
+    assert untouched["audit_epsilon"] == 0.0, untouched["audit_report"]
+    auditor = CanaryAudit(reconstruction_benchmark, reconstruction_reference)
+    trained = auditor.audit(_fine_tuned(reconstruction_reference, reconstruction_benchmark, providers, 200),
+                            1e-5)  # fmt: skip
+    report = trained["audit_report"]
+    assert (report["kind"], report["candidates"], report["canaries"]) == (
+        "reconstruction", 10, CANARIES
+    )  # fmt: skip
+    assert report["verdict_analysis"] == "fdp" and report["attack"] == "question"
+    # measured (its own reference, seed 1): 8 of the 10 surest guesses right (chance: 1 in
+    # 10), bound 2.57, though the AUC over all candidates is only 0.53; after 60 steps, nothing
+    assert trained["audit_epsilon"] > 1.0, report
+    assert report["fdp_correct"] >= report["fdp_guesses"] / 2

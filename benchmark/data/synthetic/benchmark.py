@@ -25,9 +25,11 @@ from benchmark.data.errors import DataError
 from benchmark.data.imdb import write_bytes, write_data_points, write_imdb
 from benchmark.data.synthetic.canaries import (
     COINS_FILE,
-    DEFAULT_CANARY_DOCUMENTS,
+    DEFAULT_CANDIDATES,
     PROBES_FILE,
     CanaryPlan,
+    CanarySpec,
+    canary_document_counts,
     canary_probes,
     plan_canaries,
 )
@@ -41,7 +43,7 @@ from benchmark.data.synthetic.invoice import (
 from benchmark.data.synthetic.locales import CLIENT_LOCALES
 from benchmark.data.synthetic.page import encode_jpeg
 from benchmark.data.synthetic.public import document_records, public_document
-from benchmark.data.synthetic.scales import SCALES, Scale
+from benchmark.data.synthetic.scales import SCALES, Scale, draw_document_count
 from benchmark.shipped import BASE_MODEL_DIR
 from benchmark.threshold import measured_threshold
 
@@ -144,9 +146,7 @@ def plan_invoices(
     for provider in training:
         count = fixed_counts.get(provider.company.provider_id)
         if count is None:
-            mean = scale.documents_per_provider[provider.client]
-            draw = round(rng.expovariate(1 / (mean - 1))) if mean > 1 else 0
-            count = 1 + min(draw, int(4 * mean))
+            count = draw_document_count(scale.documents_per_provider[provider.client], rng)
         jobs += [job(provider, "train", "") for _ in range(count)]
     for split, in_count in (("val", scale.val_in_documents), ("test", scale.test_in_documents)):
         jobs += [job(rng.choice(training), split, "in") for _ in range(in_count)]
@@ -208,7 +208,9 @@ def generate_benchmark(
     overwrite: bool = False,
     progress: bool = True,
     canaries: int = 0,
-    canary_documents: int = DEFAULT_CANARY_DOCUMENTS,
+    canary_documents: int | None = None,
+    canary_kind: str = "membership",
+    canary_candidates: int = DEFAULT_CANDIDATES,
 ) -> dict[str, Any]:
     """Write a synthetic benchmark directory: participant/, evaluator/, public/ and benchmark.json.
 
@@ -223,7 +225,10 @@ def generate_benchmark(
         canaries: M canary providers for the privacy audit (0: none, and the bytes are those
             of a benchmark generated without the option); see
             :mod:`benchmark.data.synthetic.canaries`.
-        canary_documents: training invoices of each canary.
+        canary_documents: training invoices of each canary, or None (the default) to draw each
+            canary's count like its client's ordinary providers'.
+        canary_kind: ``membership`` or ``reconstruction``.
+        canary_candidates: k, the candidate secrets of a reconstruction canary.
 
     Returns:
         The content of benchmark.json.
@@ -239,8 +244,7 @@ def generate_benchmark(
     n_public = scale.public_documents if public_documents is None else public_documents
     if n_public < 0:
         raise ValueError("public_documents must be >= 0.")
-    if canaries < 0 or canary_documents < 1:
-        raise ValueError("canaries must be >= 0 and canary_documents >= 1.")
+    spec = CanarySpec(canaries, canary_kind, canary_candidates, canary_documents)
     out = Path(out).resolve()
     if out.exists() and any(out.iterdir()) and not overwrite:
         raise DataError(f"{out} exists and is not empty; choose another --out or pass --overwrite.")
@@ -249,9 +253,7 @@ def generate_benchmark(
         shutil.rmtree(staging)
     staging.mkdir(parents=True)
     try:
-        summary = _generate_into(
-            staging, scale, seed, n_public, workers, progress, canaries, canary_documents
-        )
+        summary = _generate_into(staging, scale, seed, n_public, workers, progress, spec)
         if out.exists():
             shutil.rmtree(out)
         os.replace(staging, out)
@@ -268,8 +270,7 @@ def _generate_into(
     n_public: int,
     workers: int | None,
     progress: bool,
-    canaries: int = 0,
-    canary_documents: int = DEFAULT_CANARY_DOCUMENTS,
+    canaries: CanarySpec | None = None,
 ) -> dict[str, Any]:
     """Generate everything under `root` (the staging directory)."""
     for sub in ("participant/images", "evaluator/images", "public/images"):
@@ -277,11 +278,13 @@ def _generate_into(
     providers = plan_providers(scale, seed)
     plan = None
     fixed_counts: dict[str, int] = {}
-    if canaries:
-        plan = plan_canaries(providers, canaries, scale.clients, seed, SAME_LOCALE_PROBABILITY)
+    if canaries is not None and canaries.count:
+        plan = plan_canaries(providers, canaries.count, scale.clients, seed,
+                             SAME_LOCALE_PROBABILITY, kind=canaries.kind,
+                             candidates=canaries.candidates)  # fmt: skip
         providers = plan.providers
-        fixed_counts = {providers[i].company.provider_id: canary_documents
-                        for i in plan.canary_ids}  # fmt: skip
+        fixed_counts = canary_document_counts(plan, scale.documents_per_provider, seed,
+                                              canaries.documents)  # fmt: skip
     all_jobs = plan_invoices(scale, seed, providers, root, fixed_counts)
     invoice_jobs = [job for job in all_jobs if job.split != "canary"]
     n_public_val = round(n_public * scale.public_val_fraction)
@@ -385,7 +388,7 @@ def _generate_into(
         write_imdb(root / "evaluator" / PROBES_FILE, header("canary", corpus="canaries"), probes)
         _write_coins(root / "evaluator" / COINS_FILE, plan, canary_jobs, len(probes))
         counts["canary_probes"] = len(probes)
-        canary_summary = {"canaries": {"count": canaries, "documents_each": canary_documents}}
+        canary_summary = {"canaries": canaries.summary()}
     summary = {
         "kit_version": version,
         "scale": scale.name,
@@ -412,13 +415,19 @@ def _write_coins(path: Path, plan: CanaryPlan, jobs: list[InvoiceJob], probes: i
     for job in jobs:
         documents.setdefault(job.provider.company.provider_id, []).append(job.document_id)
     entries = []
-    for index, included, client in zip(plan.canary_ids, plan.included, plan.clients, strict=True):
+    for number, (index, included, client) in enumerate(
+        zip(plan.canary_ids, plan.included, plan.clients, strict=True)
+    ):
         provider = plan.providers[index].company.provider_id
-        entries.append({"provider": provider, "included": included,
-                        "client": client if included else None,
-                        "documents": documents[provider]})  # fmt: skip
+        entry = {"provider": provider, "included": included,
+                 "client": client if included else None, "documents": documents[provider]}  # fmt: skip
+        if plan.kind == "reconstruction":
+            entry["secret"] = plan.secrets[number]
+            entry["candidates"] = plan.candidates[number]
+        entries.append(entry)
     content = {"note": "organisers only: the coins of the one-run privacy audit",
-               "probes": PROBES_FILE, "probe_records": probes, "canaries": entries}  # fmt: skip
+               "kind": plan.kind, "probes": PROBES_FILE, "probe_records": probes,
+               "canaries": entries}  # fmt: skip
     path.write_text(json.dumps(content, indent=1) + "\n")
 
 

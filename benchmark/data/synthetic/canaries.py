@@ -1,19 +1,30 @@
 """Canary providers for the one-run privacy audit (Steinke, Nasr and Jagielski 2023).
 
 ``pflkit data generate --canaries M`` adds M providers drawn exactly like the others (same
-identity generator, layout templates, locales and question kinds), each with a fixed number of
-invoices. A secret fair coin per canary decides whether its invoices join a client's training
-data, among that client's ordinary providers and numbered like them, or are held out. The
-coins and the probes that the audit asks (identity questions on every canary's invoices, with
-the identity removed from the OCR) are written under ``evaluator/`` only: the participant
-directory holds the included canaries' invoices and nothing else that tells them apart.
+identity generator, layout templates, locales and question kinds, and invoice counts drawn
+from the same distribution as their client's providers, unless ``--canary-documents D`` fixes
+them for a power study). Two kinds of canary (``--canary-kind``):
+
+- ``membership``: a secret fair coin per canary decides whether its invoices join a client's
+  training data, among that client's ordinary providers and numbered like them, or are held
+  out. The audit guesses the coins.
+- ``reconstruction``: every canary joins a client's training data, and its VAT id and IBAN are
+  one of ``k`` candidate pairs drawn alike (the secret, uniform over the k). The audit guesses
+  which candidate the model learned; a guess is right with chance 1/k when nothing was
+  learned, so each right guess weighs more than a membership one (k = 10, 100 canaries: a
+  perfect attack bounds epsilon near 9 against 5.7).
+
+The coins (or secrets and candidates) and the probes that the audit asks (identity questions on
+every canary's invoices, with the identity removed from the OCR) are written under
+``evaluator/`` only: the participant directory holds the included canaries' invoices and
+nothing else that tells them apart.
 """
 
 from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,17 +35,61 @@ from benchmark.data.synthetic.invoice import (
     draw_template,
     render_invoice,
 )
-from benchmark.data.synthetic.locales import CLIENT_LOCALES
+from benchmark.data.synthetic.locales import CLIENT_LOCALES, LOCALES, fill_digits
 from benchmark.data.synthetic.page import encode_jpeg
 from benchmark.data.synthetic.public import document_records
 from benchmark.data.synthetic.questions import ask
+from benchmark.data.synthetic.scales import draw_document_count
 
 #: the identity fields whose values are the canary's secret (asked by the audit's probes)
 SECRET_FIELDS = ("provider_name", "provider_vat_id", "provider_iban")
 #: the organisers' file of coins and probe index, and the probes themselves, under evaluator/
 COINS_FILE = "canaries.json"
 PROBES_FILE = "imdb_canaries.npy"
-DEFAULT_CANARY_DOCUMENTS = 3
+#: the two audits a canary serves (see the module docstring)
+CANARY_KINDS = ("membership", "reconstruction")
+#: k, the candidate secrets of a reconstruction canary
+DEFAULT_CANDIDATES = 10
+#: the identity fields a reconstruction canary's secret sets (question type -> Company field)
+RECONSTRUCTION_FIELDS = {"provider_vat_id": "vat_id", "provider_iban": "iban"}
+
+
+@dataclass(frozen=True)
+class CanarySpec:
+    """What canaries to add.
+
+    Attributes:
+        count: M, the canary providers (0: none).
+        kind: one of :data:`CANARY_KINDS`.
+        candidates: k, the candidate secrets of a reconstruction canary.
+        documents: training invoices of every canary, or None to draw each canary's count like
+            its client's ordinary providers' (no tell).
+    """
+
+    count: int = 0
+    kind: str = "membership"
+    candidates: int = DEFAULT_CANDIDATES
+    documents: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.count < 0:
+            raise ValueError(f"the number of canaries must be >= 0, not {self.count}")
+        if self.kind not in CANARY_KINDS:
+            raise ValueError(f"canary kind must be one of {', '.join(CANARY_KINDS)}, "
+                             f"not {self.kind!r}")  # fmt: skip
+        if self.kind == "reconstruction" and self.candidates < 2:
+            raise ValueError("a reconstruction canary needs at least 2 candidates, "
+                             f"not {self.candidates}")  # fmt: skip
+        if self.documents is not None and self.documents < 1:
+            raise ValueError(f"canary documents must be >= 1, not {self.documents}")
+
+    def summary(self) -> dict[str, Any]:
+        """The benchmark.json entry."""
+        entry: dict[str, Any] = {"count": self.count}
+        entry["documents_each"] = self.documents if self.documents is not None else "drawn"
+        if self.kind == "reconstruction":
+            entry.update(kind=self.kind, candidates=self.candidates)
+        return entry
 
 
 @dataclass(frozen=True)
@@ -49,18 +104,46 @@ class CanaryPlan:
         canary_ids: the canaries' positions in ``providers``, in canary order.
         included: the coin of each canary (True: in a client's training data).
         clients: the client each canary was assigned to (before the coin).
+        kind: ``membership`` or ``reconstruction``.
+        secrets: per canary, the index of its candidate in ``candidates`` (reconstruction
+            only; empty for membership).
+        candidates: per canary, the k candidate secrets, each a mapping of question type
+            (:data:`RECONSTRUCTION_FIELDS`) to value (reconstruction only).
     """
 
     providers: list[Any]
     canary_ids: list[int]
     included: list[bool]
     clients: list[int]
+    kind: str = "membership"
+    secrets: list[int] = field(default_factory=list)
+    candidates: list[list[dict[str, str]]] = field(default_factory=list)
+
+
+def draw_candidates(locale_code: str, count: int, rng: random.Random) -> list[dict[str, str]]:
+    """``count`` distinct candidate secrets for a reconstruction canary of that locale: VAT id
+    and IBAN drawn by the same patterns as every provider's."""
+    locale = LOCALES[locale_code]
+    candidates: list[dict[str, str]] = []
+    while len(candidates) < count:
+        drawn = {"provider_vat_id": fill_digits(locale.vat_pattern, rng),
+                 "provider_iban": fill_digits(locale.iban_pattern, rng)}  # fmt: skip
+        if all(drawn[key] != c[key] for c in candidates for key in drawn):
+            candidates.append(drawn)
+    return candidates
 
 
 def plan_canaries(
-    providers: list[Any], count: int, clients: int, seed: int, same_locale: float
+    providers: list[Any],
+    count: int,
+    clients: int,
+    seed: int,
+    same_locale: float,
+    *,
+    kind: str = "membership",
+    candidates: int = DEFAULT_CANDIDATES,
 ) -> CanaryPlan:
-    """Draw ``count`` canary providers, flip their coins and place them.
+    """Draw ``count`` canary providers, flip their coins (or draw their secrets) and place them.
 
     Ordinary providers keep their identities and templates; only their ids are renumbered, in
     the final order, so that the included canaries' ids sit among their client's.
@@ -71,22 +154,36 @@ def plan_canaries(
         clients: K.
         seed: the benchmark seed.
         same_locale: chance that a provider follows its client's home locale.
+        kind: one of :data:`CANARY_KINDS`.
+        candidates: k, the candidate secrets of a reconstruction canary (at least 2).
 
     Returns:
         The plan.
+
+    Raises:
+        ValueError: an unknown kind, or fewer than 2 candidates.
     """
+    CanarySpec(count, kind, candidates)  # checks the kind and candidates
     provider_type = type(providers[0])
     rng = random.Random(f"{seed}:canaries")
     taken = {" ".join(p.company.name.split()[:2]) for p in providers}
     names = unique_names(count, PFL_TRADES, rng, taken)
-    canaries, coins, homes = [], [], []
+    canaries, coins, homes, secrets, drawn = [], [], [], [], []
     for index, parts in enumerate(names):
         client = rng.randrange(clients)
         home = CLIENT_LOCALES[client % len(CLIENT_LOCALES)]
         locale = home if rng.random() < same_locale else rng.choice(CLIENT_LOCALES)
         company = make_company("", parts, locale, random.Random(f"{seed}:canary:{index}"))
+        if kind == "reconstruction":
+            options = draw_candidates(locale, candidates,
+                                      random.Random(f"{seed}:canary-candidates:{index}"))  # fmt: skip
+            secret = rng.randrange(candidates)
+            company = replace(company, **{RECONSTRUCTION_FIELDS[key]: value
+                                          for key, value in options[secret].items()})  # fmt: skip
+            secrets.append(secret)
+            drawn.append(options)
         template = draw_template(company, random.Random(f"{seed}:canary-template:{index}"))
-        included = rng.random() < 0.5
+        included = kind == "reconstruction" or rng.random() < 0.5
         canaries.append(provider_type(company, template, client if included else -1,
                                       "" if included else "canary"))  # fmt: skip
         coins.append(included)
@@ -110,7 +207,29 @@ def plan_canaries(
         canary_ids=[position[id(c)] for c in canaries],
         included=coins,
         clients=homes,
+        kind=kind,
+        secrets=secrets,
+        candidates=drawn,
     )
+
+
+def canary_document_counts(
+    plan: CanaryPlan, means: tuple[float, ...], seed: int, fixed: int | None
+) -> dict[str, int]:
+    """Invoices per canary provider id: ``fixed`` for every canary when given (a power study's
+    knob, and a tell: no ordinary provider count is fixed), else drawn from the distribution
+    of the canary's home client's ordinary providers
+    (:func:`~benchmark.data.synthetic.scales.draw_document_count`), with a generator of its own
+    so the ordinary providers' counts do not move."""
+    rng = random.Random(f"{seed}:canary-documents")
+    counts = {}
+    for index, client in zip(plan.canary_ids, plan.clients, strict=True):
+        provider_id = plan.providers[index].company.provider_id
+        if fixed is not None:
+            counts[provider_id] = fixed
+            continue
+        counts[provider_id] = draw_document_count(means[client], rng)
+    return counts
 
 
 def secret_words(company: Any) -> set[str]:

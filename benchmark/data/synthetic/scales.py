@@ -3,7 +3,15 @@ competition's federation size, on a 2-core machine) and `full` (the real sizes).
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
+
+
+def draw_document_count(mean: float, rng: random.Random) -> int:
+    """Invoices of one training provider whose client averages ``mean``: one plus an
+    exponential draw of mean ``mean - 1``, capped at four times the mean."""
+    draw = round(rng.expovariate(1 / (mean - 1))) if mean > 1 else 0
+    return 1 + min(draw, int(4 * mean))
 
 
 @dataclass(frozen=True)

@@ -157,3 +157,53 @@ def test_benchmark_json_says_how_many_not_which(canary_dir: Path) -> None:
     assert "track1_threshold" not in info  # measured without canaries
     text = json.dumps(info)
     assert all(c["provider"] not in text for c in _coins(canary_dir))
+
+
+@pytest.fixture(scope="module")
+def reconstruction_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("reconstruction") / "bench"
+    generate_benchmark(out, "tiny", 0, workers=1, progress=False, public_documents=0,
+                       canaries=CANARIES, canary_kind="reconstruction", canary_candidates=5)  # fmt: skip
+    return out
+
+
+def test_reconstruction_canaries_train_on_one_of_k_secrets(reconstruction_dir: Path) -> None:
+    """Every reconstruction canary is in training with the candidate its secret names; the other
+    candidates appear nowhere a participant can read; the probes ask for the secret without
+    showing it; invoice counts are drawn like the ordinary providers' (not one fixed D)."""
+    coins_file = json.loads((reconstruction_dir / "evaluator" / COINS_FILE).read_text())
+    assert coins_file["kind"] == "reconstruction"
+    coins = coins_file["canaries"]
+    assert all(c["included"] for c in coins) and len(coins) == CANARIES
+    text = _participant_text(reconstruction_dir)
+    assert "canar" not in text.lower()
+    for canary in coins:
+        options = canary["candidates"]
+        assert len(options) == 5 and 0 <= canary["secret"] < 5
+        for index, option in enumerate(options):
+            for value in option.values():
+                assert (value in text) == (index == canary["secret"]), (canary["provider"], value)
+    _, probes = read_imdb(reconstruction_dir / "evaluator" / PROBES_FILE)
+    asked = {(p["provider"], p["question_type"]) for p in probes if p["probe"] == "secret"}
+    for canary in coins:
+        assert (canary["provider"], "provider_iban") in asked
+        secret = canary["candidates"][canary["secret"]]
+        for probe in (p for p in probes if p["provider"] == canary["provider"]
+                      and p["probe"] == "secret" and p["question_type"] in secret):  # fmt: skip
+            assert probe["answers"] == secret[probe["question_type"]]
+            groups = [g for value in secret.values() for g in value.split() if len(g) >= 2]
+            assert not set(groups) & set(probe["ocr_tokens"])
+    counts = [len(c["documents"]) for c in coins]
+    assert len(set(counts)) > 1, counts
+    info = json.loads((reconstruction_dir / "benchmark.json").read_text())["canaries"]
+    assert info == {"count": CANARIES, "documents_each": "drawn", "kind": "reconstruction",
+                    "candidates": 5}  # fmt: skip
+
+
+def test_bad_canary_options_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="canary kind must be one of membership, reconstruction"):
+        generate_benchmark(tmp_path / "a", "tiny", canaries=2, canary_kind="guess", progress=False)
+    with pytest.raises(ValueError, match="at least 2 candidates"):
+        generate_benchmark(tmp_path / "b", "tiny", canaries=2, canary_kind="reconstruction",
+                           canary_candidates=1, progress=False)  # fmt: skip
+    assert not list(tmp_path.iterdir())
