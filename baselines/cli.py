@@ -53,18 +53,23 @@ def _registry_options() -> list[click.Parameter]:
 
     presets = ", ".join(all_presets())
     params: list[click.Parameter] = [
-        click.Option(["--preset", "preset"], metavar="NAME",
-                     help=f"Preset recipe: one of {presets}."),
-        click.Option(["--method", "method_alias"], metavar="NAME",
-                     help="Alias of --preset (the kit's first name for it)."),
+        click.Option(
+            ["--preset", "preset"], metavar="NAME", help=f"Preset recipe: one of {presets}."
+        ),
+        click.Option(
+            ["--method", "method_alias"],
+            metavar="NAME",
+            help="Alias of --preset (the kit's first name for it).",
+        ),
         click.Option(["--strategy"], help=f"Server strategy: one of {', '.join(STRATEGIES)}."),
         click.Option(["--optimizer"], help=f"Local optimiser: one of {', '.join(OPTIMIZERS)}."),
     ]
     kinds = {"int": int, "float": float, "str": str, "csv": str}
     for key, spec in all_option_specs().items():
         if spec.kind == "switch":
-            params.append(click.Option([spec.flag, key], is_flag=True, default=None,
-                                       help=spec.help))
+            params.append(
+                click.Option([spec.flag, key], is_flag=True, default=None, help=spec.help)
+            )
         else:
             kind = click.Choice(spec.choices) if spec.choices else kinds[spec.kind]
             text = f"{spec.help} ({NO_NAMES}: no name)" if spec.kind == "csv" else spec.help
@@ -73,52 +78,101 @@ def _registry_options() -> list[click.Parameter]:
 
 
 @click.command("train", cls=TrainCommand)
-@click.option("--data", "data_dir", required=True, type=click.Path(file_okay=False),
-              help="PFL-DocVQA data directory (imdb_train_client_{k}.npy + imdb_val.npy).")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="Run directory (logs, metrics, state, checkpoint, submission.json).")
-@click.option("--base", default="base", show_default=True,
-              help="Pre-trained checkpoint every party starts from (directory or `base`).")
+@click.option(
+    "--data",
+    "data_dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="PFL-DocVQA data directory (imdb_train_client_{k}.npy + imdb_val.npy).",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Run directory (logs, metrics, state, checkpoint, submission.json).",
+)
+@click.option(
+    "--base",
+    default="base",
+    show_default=True,
+    help="Pre-trained checkpoint every party starts from (directory or `base`).",
+)
 @click.option("--rounds", type=int, help="Federated rounds.")
 @click.option("--clients-per-round", type=int, help="Clients sampled per round (M of K).")
 @click.option("--local-epochs", type=int, help="Local epochs per round.")
 @click.option("--batch-size", type=int, help="Local batch size.")
 @click.option("--max-grad-norm", type=float, help="Clip local gradients to this norm.")
-@click.option("--quantize", type=click.Choice(["none", "nf4"]),
-              help="Wire quantisation of every message (nf4: 4 bits + fp32 scale per 64 values).")
+@click.option(
+    "--quantize",
+    type=click.Choice(["none", "nf4"]),
+    help="Wire quantisation of every message (nf4: 4 bits + fp32 scale per 64 values).",
+)
 @click.option("--seed", type=int, help="Seed of sampling, shuffling and adapter initialisation.")
-@click.option("--val-limit", type=int,
-              help="Evaluate on the first N validation questions after each round (0: skip).")
+@click.option(
+    "--val-limit",
+    type=int,
+    help="Evaluate on the first N validation questions after each round (0: skip).",
+)
 @click.option("--eval-batch-size", type=int, help="Validation batch size.")
-@click.option("--device", type=str, default=None,
-              help="auto (CUDA when torch sees a GPU, else the CPU; the default), cpu, cuda or "
-              "cuda:N. Logs, messages and the checkpoint are the same on every device; "
-              "--resume may change it.")
-@click.option("--precision", type=click.Choice(["fp32", "bf16"]), default=None,
-              help="fp32 (default), or bf16 autocast around the local forward passes.")
-@click.option("--gradient-checkpointing/--no-gradient-checkpointing", default=None,
-              help="Recompute the T5 blocks' activations in the backward pass (less memory).")
-@click.option("--threads", type=int,
-              help="CPU threads of torch (1 is fastest for small models on a busy machine).")
-@click.option("--resume", is_flag=True, help="Continue the run in --out from its last completed round.")
-@click.option("--engine", type=click.Choice(["in-process", "flower", "flower-simulation"]),
-              default="in-process", show_default=True,
-              help="in-process: the kit's simulation; flower: Flower's deployment engine "
-                   "(SuperLink + SuperNodes, `pflkit flower --help`); flower-simulation: "
-                   "Flower's simulation engine (`pflkit flower superlink --simulation`, "
-                   "--federation local-simulation). Both need `make flower-setup`.")
-@click.option("--federation",
-              help="--engine flower[-simulation]: the SuperLink connection in "
-                   "$FLWR_HOME/config.toml (default: local-deployment, which `pflkit flower "
-                   "superlink` writes; local-simulation for flower-simulation, which "
-                   "`pflkit flower superlink --simulation` writes).")
-@click.option("--on-failure", type=click.Choice(["fail", "drop", "wait"]), default="fail",
-              show_default=True,
-              help="--engine flower: a SuperNode failing mid-round stops the run (resume later), "
-                   "is dropped from the round, or is waited for.")
-@click.option("--num-clients", type=int,
-              help="--engine flower: K when --data on this machine does not hold every "
-                   "client's file (default: counted from --data).")
+@click.option(
+    "--device",
+    type=str,
+    default=None,
+    help="auto (CUDA when torch sees a GPU, else the CPU; the default), cpu, cuda or "
+    "cuda:N. Logs, messages and the checkpoint are the same on every device; "
+    "--resume may change it.",
+)
+@click.option(
+    "--precision",
+    type=click.Choice(["fp32", "bf16"]),
+    default=None,
+    help="fp32 (default), or bf16 autocast around the local forward passes.",
+)
+@click.option(
+    "--gradient-checkpointing/--no-gradient-checkpointing",
+    default=None,
+    help="Recompute the T5 blocks' activations in the backward pass (less memory).",
+)
+@click.option(
+    "--threads",
+    type=int,
+    help="CPU threads of torch (1 is fastest for small models on a busy machine).",
+)
+@click.option(
+    "--resume", is_flag=True, help="Continue the run in --out from its last completed round."
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["in-process", "flower", "flower-simulation"]),
+    default="in-process",
+    show_default=True,
+    help="in-process: the kit's simulation; flower: Flower's deployment engine "
+    "(SuperLink + SuperNodes, `pflkit flower --help`); flower-simulation: "
+    "Flower's simulation engine (`pflkit flower superlink --simulation`, "
+    "--federation local-simulation). Both need `make flower-setup`.",
+)
+@click.option(
+    "--federation",
+    help="--engine flower[-simulation]: the SuperLink connection in "
+    "$FLWR_HOME/config.toml (default: local-deployment, which `pflkit flower "
+    "superlink` writes; local-simulation for flower-simulation, which "
+    "`pflkit flower superlink --simulation` writes).",
+)
+@click.option(
+    "--on-failure",
+    type=click.Choice(["fail", "drop", "wait"]),
+    default="fail",
+    show_default=True,
+    help="--engine flower: a SuperNode failing mid-round stops the run (resume later), "
+    "is dropped from the round, or is waited for.",
+)
+@click.option(
+    "--num-clients",
+    type=int,
+    help="--engine flower: K when --data on this machine does not hold every "
+    "client's file (default: counted from --data).",
+)
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
 def train(
     preset: str | None,
@@ -181,8 +235,7 @@ def train(
         raise click.UsageError("Missing option '--preset' (or its alias '--method').")
     if preset not in all_presets():
         raise click.BadParameter(
-            f"unknown {flag.lstrip('-')} {preset!r}; choose a preset: "
-            f"{', '.join(all_presets())}",
+            f"unknown {flag.lstrip('-')} {preset!r}; choose a preset: {', '.join(all_presets())}",
             param_hint=flag,
         )
     specs = all_option_specs()
@@ -211,9 +264,17 @@ def train(
         if engine == "in-process":
             device = _training_device(config.device)
         else:
-            _train_on_flower(config, run_dir, data_dir=data_dir, base=base, resume=resume,
-                             federation=federation, on_failure=on_failure,
-                             num_clients=num_clients, simulation=engine == "flower-simulation")
+            _train_on_flower(
+                config,
+                run_dir,
+                data_dir=data_dir,
+                base=base,
+                resume=resume,
+                federation=federation,
+                on_failure=on_failure,
+                num_clients=num_clients,
+                simulation=engine == "flower-simulation",
+            )
             return
         task = build_vt5_task(
             data_dir,
@@ -222,13 +283,18 @@ def train(
             eval_batch_size=config.eval_batch_size,
             progress=not no_progress,
         )
-        simulation = build_federation(config, task, run_dir, data_dir=data_dir, base=base,
-                                      progress=not no_progress)
+        simulation = build_federation(
+            config, task, run_dir, data_dir=data_dir, base=base, progress=not no_progress
+        )
     except (ValueError, FileNotFoundError) as error:
         raise click.ClickException(str(error)) from error
     run_dir.write_config(
-        {"config": config.to_dict(), "data": str(Path(data_dir).resolve()), "base": base,
-         "device": str(device)}
+        {
+            "config": config.to_dict(),
+            "data": str(Path(data_dir).resolve()),
+            "base": base,
+            "device": str(device),
+        }
     )
     summary = simulation.run(resume=resume)
     click.echo(json.dumps(simulation.run_record(summary), indent=2))
@@ -241,13 +307,23 @@ def _training_device(requested: str) -> Any:
     try:
         return resolve_device(requested)
     except ValueError as error:
-        raise click.BadParameter(str(error).removeprefix(f"--device {requested}: "),
-                                 param_hint="--device") from None
+        raise click.BadParameter(
+            str(error).removeprefix(f"--device {requested}: "), param_hint="--device"
+        ) from None
 
 
-def _train_on_flower(config: TrainConfig, run_dir: Any, *, data_dir: str, base: str,
-                     resume: bool, federation: str | None, on_failure: str,
-                     num_clients: int | None, simulation: bool) -> None:
+def _train_on_flower(
+    config: TrainConfig,
+    run_dir: Any,
+    *,
+    data_dir: str,
+    base: str,
+    resume: bool,
+    federation: str | None,
+    on_failure: str,
+    num_clients: int | None,
+    simulation: bool,
+) -> None:
     """``pflkit train --engine flower``: check the SuperLink connection (``federation``, by
     default the engine's), write the run's configuration, ``flwr run`` the kit's app on it and
     print the ServerApp's summary.
@@ -278,14 +354,22 @@ def _train_on_flower(config: TrainConfig, run_dir: Any, *, data_dir: str, base: 
             f"clients of the data; use at most {num_clients}"
         )
     run_dir.write_config(
-        {"config": config.to_dict(), "data": str(Path(data_dir).resolve()), "base": base})
-    summary = run_on_flower(federation=federation, out=run_dir.path, num_clients=num_clients,
-                            on_failure=on_failure, resume=resume, simulation=simulation)
+        {"config": config.to_dict(), "data": str(Path(data_dir).resolve()), "base": base}
+    )
+    summary = run_on_flower(
+        federation=federation,
+        out=run_dir.path,
+        num_clients=num_clients,
+        on_failure=on_failure,
+        resume=resume,
+        simulation=simulation,
+    )
     click.echo(json.dumps(summary, indent=2))
 
 
-def _resumed_config(saved: TrainConfig, requested: TrainConfig,
-                    overrides: dict[str, object]) -> TrainConfig:
+def _resumed_config(
+    saved: TrainConfig, requested: TrainConfig, overrides: dict[str, object]
+) -> TrainConfig:
     """The saved configuration, with only the options that may change on resume applied."""
     from baselines.methods import METHODS
 
@@ -302,5 +386,7 @@ def _resumed_config(saved: TrainConfig, requested: TrainConfig,
     if changes.get("rounds", saved.rounds) < saved.rounds:
         raise ValueError("--resume cannot lower --rounds")
     if METHODS[saved.method].private and changes.get("rounds", saved.rounds) != saved.rounds:
-        raise ValueError("--resume cannot change --rounds of a DP run: its noise is calibrated to them")
+        raise ValueError(
+            "--resume cannot change --rounds of a DP run: its noise is calibrated to them"
+        )
     return saved.replace(**changes)

@@ -79,10 +79,12 @@ class TrainConfig:
     options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for kind, name, registry in (("method", self.method, METHODS),
-                                     ("strategy", self.strategy, STRATEGIES),
-                                     ("optimizer", self.optimizer, OPTIMIZERS),
-                                     ("wire format", self.wire, CODECS)):
+        for kind, name, registry in (
+            ("method", self.method, METHODS),
+            ("strategy", self.strategy, STRATEGIES),
+            ("optimizer", self.optimizer, OPTIMIZERS),
+            ("wire format", self.wire, CODECS),
+        ):
             if name not in registry:
                 raise ValueError(f"unknown {kind} {name!r}; choose one of {sorted(registry)}")
         for name in ("clients_per_round", "local_epochs", "batch_size"):
@@ -104,16 +106,24 @@ class TrainConfig:
                 f"strategy {self.strategy!r} nor optimizer {self.optimizer!r}; drop them or "
                 "choose a method/strategy/optimizer that takes them"
             )
-        object.__setattr__(self, "options", {
-            key: tuple(value) if isinstance(value, list) else value
-            for key, value in sorted(self.options.items())
-        })
+        object.__setattr__(
+            self,
+            "options",
+            {
+                key: tuple(value) if isinstance(value, list) else value
+                for key, value in sorted(self.options.items())
+            },
+        )
         for strategy in parents_first():  # every strategy's options are checked: see option_specs
             strategy.from_options(self._server_values())
         self.build_optimizer()
         method = self.build_method()
-        PretrainingPhase.check_method(self.build_pretraining(), method=self.method,
-                                      private=method.private, personal=method.personal)
+        PretrainingPhase.check_method(
+            self.build_pretraining(),
+            method=self.method,
+            private=method.private,
+            personal=method.personal,
+        )
         if self.rounds == 0 and not method.personalises():
             raise ValueError(
                 "rounds must be >= 1: a run of 0 rounds trains nothing unless its method "
@@ -131,8 +141,10 @@ class TrainConfig:
             The validated configuration.
         """
         fields = {f.name for f in dataclasses.fields(cls)} - {"options"}
-        options = {**values.get("options", {}),
-                   **{k: v for k, v in values.items() if k not in fields and k != "options"}}
+        options = {
+            **values.get("options", {}),
+            **{k: v for k, v in values.items() if k not in fields and k != "options"},
+        }
         return cls(**{k: v for k, v in values.items() if k in fields}, options=options)
 
     def replace(self, **changes: Any) -> TrainConfig:
@@ -189,8 +201,9 @@ class TrainConfig:
         names: a run may pre-train with another strategy (``--fsp-strategy``) on the same
         momentum, betas and tau, and each strategy reads only the options it owns.
         """
-        return run_option_specs(METHODS[self.method], *parents_first(),
-                                OPTIMIZERS[self.optimizer], PretrainingPhase)
+        return run_option_specs(
+            METHODS[self.method], *parents_first(), OPTIMIZERS[self.optimizer], PretrainingPhase
+        )
 
     def build_strategy(self) -> Strategy:
         """The configured server strategy."""
@@ -244,5 +257,6 @@ def run_option_specs(*components: type) -> dict[str, OptionSpec]:
 
 def all_option_specs() -> dict[str, OptionSpec]:
     """The options of every registered method, strategy and optimiser (``pflkit train``)."""
-    return run_option_specs(*METHODS.values(), *parents_first(), *OPTIMIZERS.values(),
-                            PretrainingPhase)
+    return run_option_specs(
+        *METHODS.values(), *parents_first(), *OPTIMIZERS.values(), PretrainingPhase
+    )

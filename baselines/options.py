@@ -31,9 +31,14 @@ T = TypeVar("T")
 _ATTRIBUTE = re.compile(r"^(\s*)([A-Za-z_][A-Za-z0-9_]*(?:,\s*[A-Za-z_][A-Za-z0-9_]*)*):\s*(.*)$")
 
 
-def option(default: Any = dataclasses.MISSING, *, key: str | None = None,
-           flag: str | None = None, negate: bool = False,
-           choices: tuple[str, ...] | None = None) -> Any:
+def option(
+    default: Any = dataclasses.MISSING,
+    *,
+    key: str | None = None,
+    flag: str | None = None,
+    negate: bool = False,
+    choices: tuple[str, ...] | None = None,
+) -> Any:
     """A dataclass field of an options class whose command line differs from its name.
 
     Args:
@@ -91,8 +96,10 @@ def _kind(annotation: str) -> str:
     for kind in ("int", "float", "str"):
         if text.startswith(kind):
             return kind
-    raise TypeError(f"options field of type {text!r} has no command-line form; use int, float, "
-                    "str, bool or tuple[str, ...]")
+    raise TypeError(
+        f"options field of type {text!r} has no command-line form; use int, float, "
+        "str, bool or tuple[str, ...]"
+    )
 
 
 def _attribute_docs(cls: type) -> dict[str, str]:
@@ -149,16 +156,18 @@ def option_specs(cls: type) -> list[OptionSpec]:
     for field in dataclasses.fields(cls):
         meta = field.metadata
         key = meta.get("key") or prefix + field.name
-        specs.append(OptionSpec(
-            key=key,
-            field=field.name,
-            owner=cls,
-            flag=meta.get("flag") or "--" + key.replace("_", "-"),
-            kind=_kind(field.type),
-            help=docs.get(field.name, ""),
-            negate=bool(meta.get("negate")),
-            choices=meta.get("choices"),
-        ))
+        specs.append(
+            OptionSpec(
+                key=key,
+                field=field.name,
+                owner=cls,
+                flag=meta.get("flag") or "--" + key.replace("_", "-"),
+                kind=_kind(field.type),
+                help=docs.get(field.name, ""),
+                negate=bool(meta.get("negate")),
+                choices=meta.get("choices"),
+            )
+        )
     return specs
 
 
@@ -173,7 +182,8 @@ def build_options(cls: type[T], values: Mapping[str, Any]) -> T:
         The validated options object.
     """
     chosen = {
-        spec.field: tuple(values[spec.key]) if isinstance(values[spec.key], list)
+        spec.field: tuple(values[spec.key])
+        if isinstance(values[spec.key], list)
         else values[spec.key]
         for spec in option_specs(cls)
         if spec.key in values

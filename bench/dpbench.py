@@ -36,7 +36,8 @@ PHASES: dict[str, tuple[tuple[str, str], ...]] = {
     "delta (copy out the update)": (("client_job.py:delta", ""),),
     "clip and sum": (("mechanism.py:sum_clipped", ""), ("clipped_sum.py:add", "")),
     "rows: select, iterate, collate": (
-        ("arrow_dataset.py:select", ""), ("arrow_dataset.py:__iter__", "local_training.py:train"),
+        ("arrow_dataset.py:select", ""),
+        ("arrow_dataset.py:__iter__", "local_training.py:train"),
         ("vt5_task.py:collate", "local_training.py:train"),
     ),
     "forward": (("module.py:_wrapped_call_impl", "local_training.py:train"),),
@@ -96,12 +97,19 @@ def main() -> None:
     task = build_vt5_task(data, args.base, val_limit=0, progress=False, clients=clients)
     config = preset_config(args.preset, epsilon=8.0, providers_per_round=args.providers)
     method = config.build_method()
-    method.plan = make_plan(method.options, rounds=config.rounds, clients=task.num_clients,
-                            clients_per_round=len(clients), fewest_providers=400)
+    method.plan = make_plan(
+        method.options,
+        rounds=config.rounds,
+        clients=task.num_clients,
+        clients_per_round=len(clients),
+        fewest_providers=400,
+    )
     party = FederatedClient.build(config, task, method, clients=clients)
     start = get_values(party.model, party.parameters)
-    print(f"preset {args.preset}, m = {args.providers}, {party.parameters.numel:,} communicated "
-          f"values, batch size {config.batch_size}, local epochs {config.local_epochs}")
+    print(
+        f"preset {args.preset}, m = {args.providers}, {party.parameters.numel:,} communicated "
+        f"values, batch size {config.batch_size}, local epochs {config.local_epochs}"
+    )
 
     def dp_round(path: str) -> dict[str, float]:
         method.options = dataclasses.replace(method.options, provider_path=path)
@@ -124,8 +132,11 @@ def main() -> None:
     shape = dp_round("streamed")  # warm-up: page images decoded and cached, allocator warm
     print(f"sampled providers {shape['providers']}, examples {shape['examples']} (2 clients)")
     timings: dict[str, float] = {}
-    for name, call in (("non-private", plain_round), ("reference", lambda: dp_round("reference")),
-                       ("streamed", lambda: dp_round("streamed"))):
+    for name, call in (
+        ("non-private", plain_round),
+        ("reference", lambda: dp_round("reference")),
+        ("streamed", lambda: dp_round("streamed")),
+    ):
         tic = time.perf_counter()
         call()
         timings[name] = time.perf_counter() - tic

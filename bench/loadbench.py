@@ -66,7 +66,9 @@ def _browser_load(url: str, repeat: int) -> dict[str, float | int]:
     }
 
 
-def _after_a_score(client, db_url: str, repeat: int, *, wait: float = 0.0) -> dict[str, float | int]:  # type: ignore[no-untyped-def]
+def _after_a_score(
+    client, db_url: str, repeat: int, *, wait: float = 0.0
+) -> dict[str, float | int]:  # type: ignore[no-untyped-def]
     """Land a new top score, wait ``wait`` seconds, then time the first ``/leaderboard`` (built
     by this request, or already by the server's warmer) and warm ones."""
     from bench.seed_leaderboard import add_submission
@@ -131,9 +133,7 @@ def main(
     from pflkit.app import create_app
 
     with tempfile.TemporaryDirectory(prefix="lb-bench-") as tmp:
-        settings = Settings(
-            storage_dir=Path(tmp), embedded_worker=False, database_url=database_url
-        )
+        settings = Settings(storage_dir=Path(tmp), embedded_worker=False, database_url=database_url)
         migrate(settings.db_url)
         started = time.perf_counter()
         with session_factory(settings.db_url)() as session:
@@ -191,7 +191,9 @@ def main(
                                "paths": figures}, indent=2))  # fmt: skip
         return
     database = settings.db_url.split(":", 1)[0]
-    click.echo(f"{submissions} submissions ({teams} teams) in {database}, filled in {fill_seconds:.1f} s")
+    click.echo(
+        f"{submissions} submissions ({teams} teams) in {database}, filled in {fill_seconds:.1f} s"
+    )
     click.echo(f"{'path':<36} {'cold ms':>9} {'warm ms':>9} {'size':>9}")
     for path, f in figures.items():
         click.echo(f"{path:<36} {f['cold_ms']:>9} {f['warm_median_ms']:>9} {f['bytes']:>9}")

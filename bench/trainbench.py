@@ -52,8 +52,17 @@ def setting_overrides(setting: str) -> dict[str, Any]:
     return values
 
 
-def measure(preset: str, setting: str, *, data: Path, base: str, device: str,
-            batch_size: int, examples: int, providers: int | None) -> dict[str, Any]:
+def measure(
+    preset: str,
+    setting: str,
+    *,
+    data: Path,
+    base: str,
+    device: str,
+    batch_size: int,
+    examples: int,
+    providers: int | None,
+) -> dict[str, Any]:
     """Time one client's round of ``preset`` at ``setting``; the figures as a dict."""
     import torch
 
@@ -68,14 +77,22 @@ def measure(preset: str, setting: str, *, data: Path, base: str, device: str,
         extra = {**DP_NOISE, **extra}
         if providers is not None:
             extra["providers_per_round"] = providers
-    config = preset_config(name, **extra, **setting_overrides(setting), device=device,
-                           batch_size=batch_size, local_epochs=1, clients_per_round=1)
+    config = preset_config(
+        name,
+        **extra,
+        **setting_overrides(setting),
+        device=device,
+        batch_size=batch_size,
+        local_epochs=1,
+        clients_per_round=1,
+    )
     task = build_vt5_task(data, base, val_limit=0, progress=False)
     method = config.build_method()
     method.bind(task)  # a DP method calibrates on every client's providers
     if not method.private:  # a DP round trains its m sampled providers' questions instead
         task.client_data[0] = task.client_data[0].select(
-            range(min(examples, len(task.client_data[0]))))
+            range(min(examples, len(task.client_data[0])))
+        )
     party = FederatedClient.build(config, task, method, clients=[0])
     broadcast = encode_message(party.codec, get_values(party.model, party.parameters))
     cuda = next(party.model.parameters()).device.type == "cuda"
@@ -89,16 +106,28 @@ def measure(preset: str, setting: str, *, data: Path, base: str, device: str,
         torch.cuda.synchronize()
     seconds = time.perf_counter() - start
     steps = reply.metrics.get("steps", 0.0)
-    trained = steps * batch_size if "sampled_providers" in reply.metrics else \
-        reply.metrics.get("examples", steps * batch_size)
-    peak = (torch.cuda.max_memory_allocated() if cuda
-            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+    trained = (
+        steps * batch_size
+        if "sampled_providers" in reply.metrics
+        else reply.metrics.get("examples", steps * batch_size)
+    )
+    peak = (
+        torch.cuda.max_memory_allocated()
+        if cuda
+        else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    )
     return {
-        "preset": preset, "setting": setting, "device": str(next(party.model.parameters()).device),
-        "seconds": round(seconds, 3), "steps": steps, "examples": trained,
+        "preset": preset,
+        "setting": setting,
+        "device": str(next(party.model.parameters()).device),
+        "seconds": round(seconds, 3),
+        "steps": steps,
+        "examples": trained,
         "examples_per_second": round(trained / seconds, 2) if seconds > 0 else None,
-        "loss": reply.metrics.get("loss"), "message_bytes": reply.message.data_bytes,
-        "peak_memory_bytes": int(peak), "peak_memory_kind": "cuda" if cuda else "cpu-rss",
+        "loss": reply.metrics.get("loss"),
+        "message_bytes": reply.message.data_bytes,
+        "peak_memory_bytes": int(peak),
+        "peak_memory_kind": "cuda" if cuda else "cpu-rss",
     }
 
 
@@ -112,21 +141,35 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--settings", default="fp32,bf16")
     parser.add_argument("--batch-size", type=int, default=10)
     parser.add_argument("--examples", type=int, default=40)
-    parser.add_argument("--providers", type=int, default=None,
-                        help="providers per round of the DP presets (default: the preset's)")
+    parser.add_argument(
+        "--providers",
+        type=int,
+        default=None,
+        help="providers per round of the DP presets (default: the preset's)",
+    )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     rows = []
     for preset in args.presets.split(","):
         for setting in args.settings.split(","):
-            row = measure(preset, setting, data=args.data, base=args.base, device=args.device,
-                          batch_size=args.batch_size, examples=args.examples,
-                          providers=args.providers)
+            row = measure(
+                preset,
+                setting,
+                data=args.data,
+                base=args.base,
+                device=args.device,
+                batch_size=args.batch_size,
+                examples=args.examples,
+                providers=args.providers,
+            )
             rows.append(row)
-            print(f"{row['preset']:>12} {row['setting']:>14} {row['device']:>7} "
-                  f"{row['seconds']:>8.2f} s {row['examples_per_second']!s:>8} ex/s "
-                  f"peak {row['peak_memory_bytes'] / 2**30:6.2f} GiB "
-                  f"({row['peak_memory_kind']}) message {row['message_bytes']:,} B", flush=True)
+            print(
+                f"{row['preset']:>12} {row['setting']:>14} {row['device']:>7} "
+                f"{row['seconds']:>8.2f} s {row['examples_per_second']!s:>8} ex/s "
+                f"peak {row['peak_memory_bytes'] / 2**30:6.2f} GiB "
+                f"({row['peak_memory_kind']}) message {row['message_bytes']:,} B",
+                flush=True,
+            )
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(rows, indent=2) + "\n")

@@ -69,8 +69,11 @@ def read_dp_scale_run(run: Path, preset: str, budget: str, seed: int) -> DPScale
         FileNotFoundError: when the run is not finished or not scored.
     """
     submission = _json(run / "submission.json")
-    rows = [json.loads(line) for line in
-            (run / "metrics.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [
+        json.loads(line)
+        for line in (run / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
     updates = [client for row in rows for client in row.get("privacy", ())]
     verify = _json(run / "verify.json") if (run / "verify.json").is_file() else None
     declaration = _json(run / "privacy.json") if (run / "privacy.json").is_file() else None
@@ -83,8 +86,13 @@ def read_dp_scale_run(run: Path, preset: str, budget: str, seed: int) -> DPScale
         noise_multiplier=None if declaration is None else declaration["noise_multiplier"],
         total_bytes=submission["total_bytes"],
         train_seconds=submission["timing"]["wall"],
-        noise_to_signal=_mean([u["dp_noise_norm"] / u["dp_clipped_sum_norm"] for u in updates
-                               if u["dp_clipped_sum_norm"] > 0]),
+        noise_to_signal=_mean(
+            [
+                u["dp_noise_norm"] / u["dp_clipped_sum_norm"]
+                for u in updates
+                if u["dp_clipped_sum_norm"] > 0
+            ]
+        ),
         clipped_share=_mean([u["dp_clipped_share"] for u in updates]),
         curve=tuple((row["round"], row["val_anls"]) for row in rows if "val_anls" in row),
     )
@@ -110,25 +118,36 @@ def _cell(value: float | None, digits: int = 4) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
-def dp_scale_table(runs: Sequence[DPScaleRun], base_anls: float | None,
-                   seeds: Sequence[int]) -> str:
+def dp_scale_table(
+    runs: Sequence[DPScaleRun], base_anls: float | None, seeds: Sequence[int]
+) -> str:
     """Markdown: one row per (preset, budget), a column per seed, mean, spread, against base."""
-    header = ("| run | epsilon (verified) | sigma | " + " | ".join(f"seed {s}" for s in seeds)
-              + " | mean | spread | mean - base | noise / signal | clipped | total bytes | "
-              "train wall |")
+    header = (
+        "| run | epsilon (verified) | sigma | "
+        + " | ".join(f"seed {s}" for s in seeds)
+        + " | mean | spread | mean - base | noise / signal | clipped | total bytes | "
+        "train wall |"
+    )
     lines = [header, "| --- | --- | ---: |" + " ---: |" * (len(seeds) + 7)]
     if base_anls is not None:
-        lines.append("| base (no training) | | |" + " |" * len(seeds)
-                     + f" {base_anls:.4f} | | | | | | |")
+        lines.append(
+            "| base (no training) | | |" + " |" * len(seeds) + f" {base_anls:.4f} | | | | | | |"
+        )
     for (preset, budget), group in _group(runs).items():
         by_seed = {run.seed: run for run in group}
         scores = [run.val_anls for run in group]
         mean = statistics.fmean(scores)
         first = group[0]
-        epsilon = ("" if first.verified_epsilon is None or budget == NO_PRIVACY
-                   else f"{budget.removeprefix('eps')} ({first.verified_epsilon:.3f})")
-        sigma = ("" if first.noise_multiplier is None or budget == NO_PRIVACY
-                 else f"{first.noise_multiplier:.4f}")
+        epsilon = (
+            ""
+            if first.verified_epsilon is None or budget == NO_PRIVACY
+            else f"{budget.removeprefix('eps')} ({first.verified_epsilon:.3f})"
+        )
+        sigma = (
+            ""
+            if first.noise_multiplier is None or budget == NO_PRIVACY
+            else f"{first.noise_multiplier:.4f}"
+        )
         name = f"`{preset}`" + (" without clipping or noise" if budget == NO_PRIVACY else "")
         seconds = statistics.fmean(run.train_seconds for run in group)
         lines.append(
@@ -138,7 +157,8 @@ def dp_scale_table(runs: Sequence[DPScaleRun], base_anls: float | None,
             + ("" if base_anls is None else f"{mean - base_anls:+.4f}")
             + f" | {_cell(_mean([r.noise_to_signal for r in group if r.noise_to_signal]), 1)}"
             + f" | {_cell(_mean([r.clipped_share for r in group if r.clipped_share is not None]), 2)}"
-            + f" | {format_bytes(first.total_bytes)} | {seconds / 60:.1f} min |")
+            + f" | {format_bytes(first.total_bytes)} | {seconds / 60:.1f} min |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -148,22 +168,37 @@ def plot_dp_scale(runs: Sequence[DPScaleRun], base_anls: float | None, target: P
     figure, axes = new_figure()
     groups = _group(runs)
     for preset in dict.fromkeys(run.preset for run in runs if run.budget.startswith("eps")):
-        points = [(int(budget.removeprefix("eps")), group) for (name, budget), group
-                  in groups.items() if name == preset and budget.startswith("eps")]
+        points = [
+            (int(budget.removeprefix("eps")), group)
+            for (name, budget), group in groups.items()
+            if name == preset and budget.startswith("eps")
+        ]
         points.sort(key=lambda point: point[0])
         means = [(e, statistics.fmean(r.val_anls for r in group)) for e, group in points]
-        line, = axes.plot(*zip(*means, strict=True), marker="o", label=preset)
+        (line,) = axes.plot(*zip(*means, strict=True), marker="o", label=preset)
         for epsilon, group in points:
-            axes.scatter([epsilon] * len(group), [r.val_anls for r in group], marker="x",
-                         color=line.get_color())
+            axes.scatter(
+                [epsilon] * len(group),
+                [r.val_anls for r in group],
+                marker="x",
+                color=line.get_color(),
+            )
         free = groups.get((preset, NO_PRIVACY))
         if free:
-            axes.axhline(statistics.fmean(r.val_anls for r in free), linestyle=":",
-                         color=line.get_color(), label=f"{preset}, no clipping or noise")
+            axes.axhline(
+                statistics.fmean(r.val_anls for r in free),
+                linestyle=":",
+                color=line.get_color(),
+                label=f"{preset}, no clipping or noise",
+            )
     for (preset, budget), group in groups.items():
         if not budget:
-            axes.axhline(statistics.fmean(r.val_anls for r in group), linestyle="-.",
-                         color="black", label=f"{preset} (no DP)")
+            axes.axhline(
+                statistics.fmean(r.val_anls for r in group),
+                linestyle="-.",
+                color="black",
+                label=f"{preset} (no DP)",
+            )
     if base_anls is not None:
         axes.axhline(base_anls, linestyle="--", color="grey", label="base")
     axes.set_xlabel("epsilon (delta 1e-5, provider level); x: a seed, line: the mean")

@@ -75,14 +75,17 @@ def read_fsp_run(run: Path) -> FspRow:
 
 def fsp_table(rows: Sequence[FspRow]) -> str:
     """Markdown: one line per run, FSP's share of the bytes beside the total."""
-    lines = ["| run | FSP objectives | FSP server | fine-tuning server | FSP rounds | "
-             "fine-tuning rounds | val ANLS | total bytes | of which FSP | wall |",
-             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "| run | FSP objectives | FSP server | fine-tuning server | FSP rounds | "
+        "fine-tuning rounds | val ANLS | total bytes | of which FSP | wall |",
+        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for row in rows:
         objectives = "+".join(row.objectives) or "none"
         lines.append(
             f"| {row.name} | {objectives} | {row.pretraining_strategy or '-'} | {row.strategy} | "
             f"{row.pretraining_rounds} | {row.rounds} | {row.val_anls:.4f} | "
             f"{format_bytes(row.total_bytes)} | {format_bytes(row.pretraining_bytes)} | "
-            f"{row.wall_seconds:.0f} s |")
+            f"{row.wall_seconds:.0f} s |"
+        )
     return "\n".join(lines) + "\n"

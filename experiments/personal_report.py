@@ -47,8 +47,9 @@ class PersonalReport:
         return any(client["personalised"] for client in self.scores["clients"])
 
 
-def read_personal(directory: str | Path, *, total_bytes: int | None = None,
-                  wall_seconds: float | None = None) -> PersonalReport:
+def read_personal(
+    directory: str | Path, *, total_bytes: int | None = None, wall_seconds: float | None = None
+) -> PersonalReport:
     """Read a submission's ``personal_test.json`` and, when present, ``submission.json``.
 
     Args:
@@ -65,8 +66,9 @@ def read_personal(directory: str | Path, *, total_bytes: int | None = None,
     path = Path(directory)
     scores = json.loads((path / SCORES).read_text(encoding="utf-8"))
     submission_path = path / "submission.json"
-    submission = (json.loads(submission_path.read_text(encoding="utf-8"))
-                  if submission_path.is_file() else {})
+    submission = (
+        json.loads(submission_path.read_text(encoding="utf-8")) if submission_path.is_file() else {}
+    )
     name = path.name.removeprefix("track3-").removesuffix("-seed0")
     if total_bytes is None:
         total_bytes = int(submission.get("total_bytes", 0))
@@ -102,8 +104,13 @@ def per_client_csv(reports: Sequence[PersonalReport]) -> str:
     writer.writerow(["client", "questions", *(r.name for r in reports)])
     clients = reports[0].scores["clients"] if reports else []
     for index, client in enumerate(clients):
-        writer.writerow([client["client"], client["n"],
-                         *(f"{r.scores['clients'][index]['personal_anls']:.4f}" for r in reports)])
+        writer.writerow(
+            [
+                client["client"],
+                client["n"],
+                *(f"{r.scores['clients'][index]['personal_anls']:.4f}" for r in reports),
+            ]
+        )
     return out.getvalue()
 
 
@@ -130,8 +137,7 @@ def plot_per_client(reports: Sequence[PersonalReport], out: str | Path) -> Path:
         else:
             axes.plot(xs, ys, marker="x", linestyle="--", label=f"{report.name} (global)")
     clients = [c for c in reports[0].scores["clients"] if c["n"]] if reports else []
-    axes.set_xticks([c["client"] for c in clients],
-                    [f"{c['client']}\n({c['n']})" for c in clients])
+    axes.set_xticks([c["client"] for c in clients], [f"{c['client']}\n({c['n']})" for c in clients])
     axes.set_xlabel("client (personal test questions)")
     axes.set_ylabel("ANLS on the client's personal test split")
     axes.grid(True, alpha=0.3)
@@ -146,8 +152,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     per-client scores."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m experiments.personal_report",
-                                     description=main.__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m experiments.personal_report", description=main.__doc__
+    )
     parser.add_argument("dirs", nargs="+", help=f"directories holding {SCORES}")
     parser.add_argument("--csv", help="write the per-client scores here")
     parser.add_argument("--plot", help="write the per-client PNG here")

@@ -22,12 +22,18 @@ def run_pflkit(*args: str, threads: int | None = None) -> subprocess.CompletedPr
             compare.
     """
     env = None if threads is None else {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    return subprocess.run([sys.executable, "-m", "pflkit", *args], capture_output=True,
-                          text=True, check=False, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "pflkit", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
 
 
-def checkpoint_scores(checkpoint: str | Path, data: str | Path, split: str,
-                      *options: str) -> dict[str, Any]:
+def checkpoint_scores(
+    checkpoint: str | Path, data: str | Path, split: str, *options: str
+) -> dict[str, Any]:
     """``pflkit evaluate --json``'s summary of the checkpoint on the whole ``split`` of ``data``.
 
     Args:
@@ -39,11 +45,13 @@ def checkpoint_scores(checkpoint: str | Path, data: str | Path, split: str,
     Raises:
         RuntimeError: when scoring fails (with the command's last output).
     """
-    scored = run_pflkit("evaluate", str(checkpoint), "--data", str(data), "--split", split,
-                        *options, "--json")
+    scored = run_pflkit(
+        "evaluate", str(checkpoint), "--data", str(data), "--split", split, *options, "--json"
+    )
     if scored.returncode != 0:
-        raise RuntimeError(f"{checkpoint}: scoring failed ({split} split):\n"
-                           f"{scored.stderr[-2000:]}")
+        raise RuntimeError(
+            f"{checkpoint}: scoring failed ({split} split):\n{scored.stderr[-2000:]}"
+        )
     return json.loads(scored.stdout.strip().splitlines()[-1])
 
 

@@ -38,8 +38,9 @@ class RoundScore:
     test_anls: float
 
 
-def train_round_by_round(run: Path, preset: str, rounds: int, data: Path, base: str,
-                         options: Sequence[str] = ()) -> list[RoundScore]:
+def train_round_by_round(
+    run: Path, preset: str, rounds: int, data: Path, base: str, options: Sequence[str] = ()
+) -> list[RoundScore]:
     """Train ``preset`` for ``rounds`` rounds, scoring the checkpoint after each.
 
     Raises:
@@ -50,15 +51,38 @@ def train_round_by_round(run: Path, preset: str, rounds: int, data: Path, base: 
         if target.is_file():
             continue
         resume = ("--resume",) if (run / "config.json").is_file() else ()
-        trained = run_pflkit("train", "--method", preset, "--data", str(data), "--out", str(run),
-                            "--base", base, "--threads", "1", "--no-progress",
-                            "--val-limit", "0", *options, "--rounds", str(round_), *resume)
+        trained = run_pflkit(
+            "train",
+            "--method",
+            preset,
+            "--data",
+            str(data),
+            "--out",
+            str(run),
+            "--base",
+            base,
+            "--threads",
+            "1",
+            "--no-progress",
+            "--val-limit",
+            "0",
+            *options,
+            "--rounds",
+            str(round_),
+            *resume,
+        )
         if trained.returncode != 0:
             raise RuntimeError(f"{run.name}: round {round_} failed:\n{trained.stderr[-2000:]}")
         submission = json.loads((run / "submission.json").read_text(encoding="utf-8"))
-        atomic_write_json(target, {"round": round_, "total_bytes": submission["total_bytes"],
-                                   "val_anls": checkpoint_anls(run / "checkpoint", data, "val"),
-                                   "test_anls": checkpoint_anls(run / "checkpoint", data, "test")})
+        atomic_write_json(
+            target,
+            {
+                "round": round_,
+                "total_bytes": submission["total_bytes"],
+                "val_anls": checkpoint_anls(run / "checkpoint", data, "val"),
+                "test_anls": checkpoint_anls(run / "checkpoint", data, "test"),
+            },
+        )
         print(f"{run.name}: round {round_} scored", flush=True)
     return read_round_scores(run)
 
@@ -68,8 +92,10 @@ def read_round_scores(run: Path) -> list[RoundScore]:
     directory = run / ROUNDS_DIR
     if not directory.is_dir():
         return []
-    scores = [RoundScore(**json.loads(path.read_text(encoding="utf-8")))
-              for path in directory.glob("*.json")]
+    scores = [
+        RoundScore(**json.loads(path.read_text(encoding="utf-8")))
+        for path in directory.glob("*.json")
+    ]
     return sorted(scores, key=lambda score: score.round)
 
 
@@ -81,8 +107,11 @@ def first_at_threshold(scores: Sequence[RoundScore], threshold: float) -> RoundS
 def bytes_through(run: Path, round_: int) -> int:
     """Bytes of every message of rounds 1..``round_`` in the run's communication log."""
     with (run / "communication_log.csv").open(encoding="utf-8") as stream:
-        return sum(int(row["amount_of_bytes"]) for row in csv.DictReader(stream)
-                   if int(row["federated_round"]) <= round_)
+        return sum(
+            int(row["amount_of_bytes"])
+            for row in csv.DictReader(stream)
+            if int(row["federated_round"]) <= round_
+        )
 
 
 def snapshot_checkpoint(run: Path, round_: int, base: str) -> Path:
@@ -98,15 +127,17 @@ def snapshot_checkpoint(run: Path, round_: int, base: str) -> Path:
     model = load_model(base)
     missing = set(weights) - set(model.state_dict())
     if missing:
-        raise ValueError(f"{run.name}: snapshot of round {round_} names unknown tensors "
-                         f"{sorted(missing)[:3]}")
+        raise ValueError(
+            f"{run.name}: snapshot of round {round_} names unknown tensors {sorted(missing)[:3]}"
+        )
     model.load_state_dict(weights, strict=False)
     target.parent.mkdir(exist_ok=True)
     return save_checkpoint(model, load_processor(base), target)
 
 
-def score_snapshot(run: Path, round_: int, data: Path, base: str,
-                   splits: Sequence[str] = ("test", "val")) -> RoundScore:
+def score_snapshot(
+    run: Path, round_: int, data: Path, base: str, splits: Sequence[str] = ("test", "val")
+) -> RoundScore:
     """Score round N's snapshot on ``splits`` (test always) and keep it in ``RUN/rounds/N.json``.
 
     Raises:
@@ -118,8 +149,11 @@ def score_snapshot(run: Path, round_: int, data: Path, base: str,
         if kept.val_anls is not None or "val" not in splits:
             return kept
     checkpoint = snapshot_checkpoint(run, round_, base)
-    score = RoundScore(round_, bytes_through(run, round_),
-                       checkpoint_anls(checkpoint, data, "val") if "val" in splits else None,
-                       checkpoint_anls(checkpoint, data, "test"))
+    score = RoundScore(
+        round_,
+        bytes_through(run, round_),
+        checkpoint_anls(checkpoint, data, "val") if "val" in splits else None,
+        checkpoint_anls(checkpoint, data, "test"),
+    )
     atomic_write_json(target, score.__dict__)
     return score

@@ -103,11 +103,15 @@ TRACK1 = tuple(Experiment(name, name) for name in ("fedavg", "lora", "lora-1clie
 #: half its rounds, feed-forward layers only, and a rank-32 probe of the capacity that closes
 #: the gap at 10 rounds.
 TRACK1_PROBES = (
-    Experiment("lora-qv-r6", "lora", ("--rounds", "10", "--lora-rank", "6",
-                                      "--lora-targets", "q,v", "--lr", "1e-3")),
+    Experiment(
+        "lora-qv-r6",
+        "lora",
+        ("--rounds", "10", "--lora-rank", "6", "--lora-targets", "q,v", "--lr", "1e-3"),
+    ),
     Experiment("lora-10rounds", "lora", ("--rounds", "10")),
-    Experiment("lora-ffn-r4", "lora", ("--rounds", "10", "--lora-rank", "4",
-                                       "--lora-targets", "wi,wo")),
+    Experiment(
+        "lora-ffn-r4", "lora", ("--rounds", "10", "--lora-rank", "4", "--lora-targets", "wi,wo")
+    ),
     Experiment("lora-r32", "lora", ("--rounds", "10", "--lora-rank", "32", "--lr", "1e-3")),
 )
 TRACK2 = tuple(
@@ -120,9 +124,11 @@ TRACK2 = tuple(
 #: Issue 15, track 1: the runner-up's optimiser against the baseline, each checkpoint scored on
 #: val and test after every round (:mod:`experiments.round_scores`), 10 rounds each; FedShampoo
 #: at its first lr 5e-3 and at the preset's 2e-2.
-OPTIMISER_TRACK1 = (Experiment("fedavg", "fedavg"),
-                    Experiment("fedshampoo-lr5e-3", "fedshampoo", ("--lr", "5e-3")),
-                    Experiment("fedshampoo-lr2e-2", "fedshampoo", ("--lr", "2e-2")))
+OPTIMISER_TRACK1 = (
+    Experiment("fedavg", "fedavg"),
+    Experiment("fedshampoo-lr5e-3", "fedshampoo", ("--lr", "5e-3")),
+    Experiment("fedshampoo-lr2e-2", "fedshampoo", ("--lr", "2e-2")),
+)
 OPTIMISER_ROUNDS = 10
 #: Issue 15, track 2: DP-CLGECL with its momentum SGD, and with AdamW at dp-fedavg's lr; beside
 #: ``dp-fedavg`` (:data:`TRACK2`). Row name -> (preset, options).
@@ -143,16 +149,52 @@ CLGECL_TRACK2 = tuple(
 #: epochs per visit. Rank 1 sends 16,896 values a message, rank 2 33,792.
 _ADAPTERS_ONLY = ("--lora-targets", "q,k,v,o,wi,wo", "--fully-trained", "none")
 RECIPES = (
-    Experiment("recipe-r1-nf4-7x2-e4", "lora-nf4", (*_ADAPTERS_ONLY, "--lora-rank", "1",
-                                                    "--rounds", "7", "--clients-per-round", "2",
-                                                    "--local-epochs", "4")),
-    Experiment("recipe-r2-nf4-4x2-e4", "lora-nf4", (*_ADAPTERS_ONLY, "--lora-rank", "2",
-                                                    "--rounds", "4", "--clients-per-round", "2",
-                                                    "--local-epochs", "4")),
+    Experiment(
+        "recipe-r1-nf4-7x2-e4",
+        "lora-nf4",
+        (
+            *_ADAPTERS_ONLY,
+            "--lora-rank",
+            "1",
+            "--rounds",
+            "7",
+            "--clients-per-round",
+            "2",
+            "--local-epochs",
+            "4",
+        ),
+    ),
+    Experiment(
+        "recipe-r2-nf4-4x2-e4",
+        "lora-nf4",
+        (
+            *_ADAPTERS_ONLY,
+            "--lora-rank",
+            "2",
+            "--rounds",
+            "4",
+            "--clients-per-round",
+            "2",
+            "--local-epochs",
+            "4",
+        ),
+    ),
     #: every client's data in one round (190,080 bytes): coverage instead of rounds
-    Experiment("recipe-r1-nf4-1x10-e4", "lora-nf4", (*_ADAPTERS_ONLY, "--lora-rank", "1",
-                                                     "--rounds", "1", "--clients-per-round", "10",
-                                                     "--local-epochs", "4")),
+    Experiment(
+        "recipe-r1-nf4-1x10-e4",
+        "lora-nf4",
+        (
+            *_ADAPTERS_ONLY,
+            "--lora-rank",
+            "1",
+            "--rounds",
+            "1",
+            "--clients-per-round",
+            "10",
+            "--local-epochs",
+            "4",
+        ),
+    ),
 )
 
 
@@ -172,11 +214,18 @@ FSP = (
     Experiment("fsp-fedavg", "fsp-fedavg"),
     Experiment("fsp-fedadam", "fsp-fedadam"),
     Experiment("fsp-fedavgm", "fsp-fedavg", FSP_FEDAVGM),
-    *(Experiment(f"fsp-{objective}", "fsp-fedavg", ("--fsp-objectives", objective))
-      for objective in ("tm", "lm", "tlm")),
-    *(Experiment(f"{name}-seed1", preset, (*options, "--seed", "1"))
-      for name, preset, options in (("fedavg", "fedavg", ()), ("fsp-fedavg", "fsp-fedavg", ()),
-                                    ("fsp-fedavgm", "fsp-fedavg", FSP_FEDAVGM))),
+    *(
+        Experiment(f"fsp-{objective}", "fsp-fedavg", ("--fsp-objectives", objective))
+        for objective in ("tm", "lm", "tlm")
+    ),
+    *(
+        Experiment(f"{name}-seed1", preset, (*options, "--seed", "1"))
+        for name, preset, options in (
+            ("fedavg", "fedavg", ()),
+            ("fsp-fedavg", "fsp-fedavg", ()),
+            ("fsp-fedavgm", "fsp-fedavg", FSP_FEDAVGM),
+        )
+    ),
 )
 
 
@@ -200,16 +249,26 @@ class DPScaleExperiment(Experiment):
     seed: int = 0
 
 
-def _dp_scale_run(preset: str, budget: str, options: tuple[str, ...],
-                  seed: int) -> DPScaleExperiment:
+def _dp_scale_run(
+    preset: str, budget: str, options: tuple[str, ...], seed: int
+) -> DPScaleExperiment:
     quiet = ("--val-limit", "0") if seed else ()
-    return DPScaleExperiment(f"{preset}-{budget}-seed{seed}", preset,
-                             (*options, "--seed", str(seed), *quiet), budget, seed)
+    return DPScaleExperiment(
+        f"{preset}-{budget}-seed{seed}",
+        preset,
+        (*options, "--seed", str(seed), *quiet),
+        budget,
+        seed,
+    )
 
 
 DP_SCALE = (
-    *(_dp_scale_run(preset, f"eps{epsilon}", ("--epsilon", str(epsilon)), seed)
-      for seed in DP_SCALE_SEEDS for epsilon in (8, 1, 4) for preset in DP_SCALE_PRESETS),
+    *(
+        _dp_scale_run(preset, f"eps{epsilon}", ("--epsilon", str(epsilon)), seed)
+        for seed in DP_SCALE_SEEDS
+        for epsilon in (8, 1, 4)
+        for preset in DP_SCALE_PRESETS
+    ),
     DPScaleExperiment("fedavg-seed0", "fedavg", ("--rounds", "5", "--val-limit", "0")),
     *(_dp_scale_run(preset, NO_PRIVACY, _NO_PRIVACY_OPTIONS, 0) for preset in DP_SCALE_PRESETS),
 )
@@ -224,8 +283,14 @@ TRACK3 = (
 )
 
 
-def run_experiment(experiment: Experiment, data: Path, out: Path, base: str,
-                   val_limit: int, extra: Sequence[str] = ()) -> Path:
+def run_experiment(
+    experiment: Experiment,
+    data: Path,
+    out: Path,
+    base: str,
+    val_limit: int,
+    extra: Sequence[str] = (),
+) -> Path:
     """Train (or resume, or keep) one run and score its checkpoint on the whole val split.
 
     Raises:
@@ -234,10 +299,25 @@ def run_experiment(experiment: Experiment, data: Path, out: Path, base: str,
     run = out / experiment.name
     if not (run / "submission.json").is_file():
         resume = ("--resume",) if (run / "config.json").is_file() else ()
-        trained = run_pflkit("train", "--method", experiment.preset, "--data", str(data),
-                             "--out", str(run), "--base", base, "--val-limit", str(val_limit),
-                             "--threads", "1", "--no-progress", *experiment.options, *extra,
-                             *resume)
+        trained = run_pflkit(
+            "train",
+            "--method",
+            experiment.preset,
+            "--data",
+            str(data),
+            "--out",
+            str(run),
+            "--base",
+            base,
+            "--val-limit",
+            str(val_limit),
+            "--threads",
+            "1",
+            "--no-progress",
+            *experiment.options,
+            *extra,
+            *resume,
+        )
         if trained.returncode != 0:
             raise RuntimeError(f"{experiment.name}: training failed:\n{trained.stderr[-2000:]}")
     score_split(str(run / "checkpoint"), data, run / "val.json")
@@ -264,8 +344,7 @@ def full_val_report(run: Path) -> RunReport:
     return dataclasses.replace(read_run(run), val_anls=anls)
 
 
-def track2_table(out: Path, fedavg: RunReport | None,
-                 methods: Sequence[str] = DP_METHODS) -> str:
+def track2_table(out: Path, fedavg: RunReport | None, methods: Sequence[str] = DP_METHODS) -> str:
     """Markdown: one row per DP method, one column per epsilon, FedAvg as the non-private row."""
     header = "| method | " + " | ".join(f"epsilon {e}" for e in EPSILONS) + " | non-private |"
     lines = [header, "| --- |" + " ---: |" * (len(EPSILONS) + 1)]
@@ -285,13 +364,17 @@ def track2_table(out: Path, fedavg: RunReport | None,
     return "\n".join(lines) + "\n"
 
 
-def plot_anls_vs_epsilon(out: Path, fedavg: RunReport | None, target: Path,
-                         methods: Sequence[str] = DP_METHODS) -> Path:
+def plot_anls_vs_epsilon(
+    out: Path, fedavg: RunReport | None, target: Path, methods: Sequence[str] = DP_METHODS
+) -> Path:
     """Val ANLS against epsilon, one line per DP method, FedAvg as a horizontal line."""
     figure, axes = new_figure()
     for method in methods:
-        points = [(e, full_val_report(out / f"{method}-eps{e}").val_anls) for e in EPSILONS
-                  if (out / f"{method}-eps{e}" / "val.json").is_file()]
+        points = [
+            (e, full_val_report(out / f"{method}-eps{e}").val_anls)
+            for e in EPSILONS
+            if (out / f"{method}-eps{e}" / "val.json").is_file()
+        ]
         if points:
             axes.plot(*zip(*points, strict=True), marker="o", label=method)
     if fedavg is not None:
@@ -304,31 +387,42 @@ def plot_anls_vs_epsilon(out: Path, fedavg: RunReport | None, target: Path,
     return save_figure(figure, target)
 
 
-def optimiser_track1(out: Path, stated_threshold: float | None = None
-                     ) -> tuple[str, dict[str, list[RoundScore]]]:
+def optimiser_track1(
+    out: Path, stated_threshold: float | None = None
+) -> tuple[str, dict[str, list[RoundScore]]]:
     """Markdown: the round-by-round runs, each with its rounds and bytes to the threshold that
     the ``fedavg`` run's final test ANLS implies (95% of it), or to ``stated_threshold`` (the
     benchmark's) when ``fedavg`` was not run here."""
     scores = {e.name: read_round_scores(out / e.name) for e in OPTIMISER_TRACK1}
     fedavg = scores["fedavg"]
     threshold = threshold_from(fedavg[-1].test_anls) if fedavg else stated_threshold
-    source = ("95% of fedavg's test ANLS after its last round" if fedavg
-              else "the benchmark's, from benchmark.json")
-    lines = [f"threshold: {threshold} ({source})\n",
-             "| run | val ANLS per round (whole split) | final val | final test | "
-             "bytes/message | total bytes | round at threshold | bytes to threshold |",
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    source = (
+        "95% of fedavg's test ANLS after its last round"
+        if fedavg
+        else "the benchmark's, from benchmark.json"
+    )
+    lines = [
+        f"threshold: {threshold} ({source})\n",
+        "| run | val ANLS per round (whole split) | final val | final test | "
+        "bytes/message | total bytes | round at threshold | bytes to threshold |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for name, rows in scores.items():
         if not rows:
             continue
         report = read_run(out / name)
         reached = None if threshold is None else first_at_threshold(rows, threshold)
-        at = ("not reached", "n/a") if reached is None else (
-            str(reached.round), format_bytes(reached.total_bytes))
+        at = (
+            ("not reached", "n/a")
+            if reached is None
+            else (str(reached.round), format_bytes(reached.total_bytes))
+        )
         curve = ", ".join(_anls(row.val_anls) for row in rows)
-        lines.append(f"| {name} | {curve} | {_anls(rows[-1].val_anls)} | {rows[-1].test_anls:.4f} | "
-                     f"{report.bytes_per_message:,} | {format_bytes(rows[-1].total_bytes)} | "
-                     f"{at[0]} | {at[1]} |")
+        lines.append(
+            f"| {name} | {curve} | {_anls(rows[-1].val_anls)} | {rows[-1].test_anls:.4f} | "
+            f"{report.bytes_per_message:,} | {format_bytes(rows[-1].total_bytes)} | "
+            f"{at[0]} | {at[1]} |"
+        )
     return "\n".join(lines) + "\n", scores
 
 
@@ -336,8 +430,9 @@ def _anls(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.4f}"
 
 
-def plot_round_scores(scores: dict[str, list[RoundScore]], target: Path,
-                      threshold: float | None = None) -> Path:
+def plot_round_scores(
+    scores: dict[str, list[RoundScore]], target: Path, threshold: float | None = None
+) -> Path:
     """Val (solid) and test (dashed) ANLS against cumulative bytes, the threshold as a line
     (``fedavg``'s when it is among the runs, else ``threshold``)."""
     figure, axes = new_figure()
@@ -345,9 +440,15 @@ def plot_round_scores(scores: dict[str, list[RoundScore]], target: Path,
         if not rows:
             continue
         val = [(row.total_bytes, row.val_anls) for row in rows if row.val_anls is not None]
-        line, = axes.plot(*zip(*val, strict=True), marker="o", label=f"{name} val")
-        axes.plot([row.total_bytes for row in rows], [row.test_anls for row in rows],
-                  linestyle="--", marker=".", color=line.get_color(), label=f"{name} test")
+        (line,) = axes.plot(*zip(*val, strict=True), marker="o", label=f"{name} val")
+        axes.plot(
+            [row.total_bytes for row in rows],
+            [row.test_anls for row in rows],
+            linestyle="--",
+            marker=".",
+            color=line.get_color(),
+            label=f"{name} test",
+        )
     if scores.get("fedavg"):
         threshold = threshold_from(scores["fedavg"][-1].test_anls)
     if threshold is not None:
@@ -361,10 +462,12 @@ def plot_round_scores(scores: dict[str, list[RoundScore]], target: Path,
 
 def recipes_table(out: Path, threshold: float | None) -> str:
     """Markdown: each finished :data:`RECIPES` run, its bytes and scores against the threshold."""
-    lines = [f"threshold: {threshold} (the benchmark's)\n",
-             "| recipe | options | bytes/message | total bytes | val ANLS | test ANLS | "
-             "reaches the threshold |",
-             "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
+    lines = [
+        f"threshold: {threshold} (the benchmark's)\n",
+        "| recipe | options | bytes/message | total bytes | val ANLS | test ANLS | "
+        "reaches the threshold |",
+        "| --- | --- | ---: | ---: | ---: | ---: | --- |",
+    ]
     for experiment in RECIPES:
         run = out / experiment.name
         if not (run / "test.json").is_file():
@@ -372,9 +475,11 @@ def recipes_table(out: Path, threshold: float | None) -> str:
         report = full_val_report(run)
         test = json.loads((run / "test.json").read_text(encoding="utf-8"))["anls"]
         reached = "n/a" if threshold is None else ("yes" if test >= threshold else "no")
-        lines.append(f"| {experiment.name} | `{' '.join(experiment.options)}` | "
-                     f"{report.bytes_per_message:,} | {report.total_bytes:,} | "
-                     f"{report.val_anls:.4f} | {test:.4f} | {reached} |")
+        lines.append(
+            f"| {experiment.name} | `{' '.join(experiment.options)}` | "
+            f"{report.bytes_per_message:,} | {report.total_bytes:,} | "
+            f"{report.val_anls:.4f} | {test:.4f} | {reached} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -388,8 +493,10 @@ def verify_privacy(run: Path) -> dict:
     if not target.is_file():
         checked = run_pflkit("dp", "verify", str(run / "privacy.json"), "--json")
         if checked.returncode != 0:
-            raise RuntimeError(f"{run.name}: privacy.json does not verify:\n"
-                               f"{checked.stdout[-2000:]}{checked.stderr[-2000:]}")
+            raise RuntimeError(
+                f"{run.name}: privacy.json does not verify:\n"
+                f"{checked.stdout[-2000:]}{checked.stderr[-2000:]}"
+            )
         staging = target.with_suffix(".json.tmp")
         staging.write_text(checked.stdout, encoding="utf-8")
         staging.replace(target)
@@ -400,8 +507,9 @@ def optimiser_experiments(args: argparse.Namespace) -> None:
     """Issue 15: ``fedavg`` against ``fedshampoo`` round by round, DP-CLGECL beside DP-FedAvg."""
     wanted = set(args.only.split(",")) if args.only else None
     track1 = [e for e in OPTIMISER_TRACK1 if wanted is None or e.name in wanted]
-    track2 = [e for e in (*TRACK2[:len(EPSILONS)], *CLGECL_TRACK2)
-              if wanted is None or e.name in wanted]
+    track2 = [
+        e for e in (*TRACK2[: len(EPSILONS)], *CLGECL_TRACK2) if wanted is None or e.name in wanted
+    ]
     recipes = [e for e in RECIPES if wanted is None or e.name in wanted]
     args.out.mkdir(parents=True, exist_ok=True)
     stated = json.loads((args.data / "benchmark.json").read_text(encoding="utf-8"))
@@ -411,8 +519,14 @@ def optimiser_experiments(args: argparse.Namespace) -> None:
 
     def one(experiment: Experiment) -> None:
         if experiment in OPTIMISER_TRACK1:
-            train_round_by_round(args.out / experiment.name, experiment.preset, OPTIMISER_ROUNDS,
-                                 args.data, args.base, (*experiment.options, *seed))
+            train_round_by_round(
+                args.out / experiment.name,
+                experiment.preset,
+                OPTIMISER_ROUNDS,
+                args.data,
+                args.base,
+                (*experiment.options, *seed),
+            )
             return
         run = run_experiment(experiment, args.data, args.out, args.base, args.val_limit, seed)
         if experiment in RECIPES:
@@ -431,8 +545,11 @@ def optimiser_experiments(args: argparse.Namespace) -> None:
     for experiment in track2:
         verify_privacy(args.out / experiment.name)
     fedavg = read_round_scores(args.out / "fedavg")
-    fedavg_report = (dataclasses.replace(read_run(args.out / "fedavg"), val_anls=fedavg[-1].val_anls)
-                     if fedavg else None)
+    fedavg_report = (
+        dataclasses.replace(read_run(args.out / "fedavg"), val_anls=fedavg[-1].val_anls)
+        if fedavg
+        else None
+    )
     table2 = track2_table(args.out, fedavg_report, methods)
     (args.out / "optimiser_track2.md").write_text(table2, encoding="utf-8")
     plot_anls_vs_epsilon(args.out, fedavg_report, args.out / "optimiser_track2.png", methods)
@@ -454,8 +571,10 @@ def score_personal(directory: Path, checkpoint: str, data: Path) -> Path:
         return target
     if not (directory / "personal").is_dir():
         write_personalisations(directory / "personal", {}, count_clients(data))
-    atomic_write_json(target, checkpoint_scores(checkpoint, data, "test", "--personal",
-                                                str(directory / "personal")))
+    atomic_write_json(
+        target,
+        checkpoint_scores(checkpoint, data, "test", "--personal", str(directory / "personal")),
+    )
     return target
 
 
@@ -469,12 +588,19 @@ def track3(data: Path, out: Path, base: str) -> list[PersonalReport]:
         score_personal(out / "track3-fedavg-seed0", str(fedavg_ft / "checkpoint"), data)
         submission = json.loads((fedavg_ft / "submission.json").read_text(encoding="utf-8"))
         with (fedavg_ft / "communication_log.csv").open(encoding="utf-8") as stream:
-            federated = sum(int(row["amount_of_bytes"]) for row in csv.DictReader(stream)
-                            if int(row["federated_round"]) <= submission["rounds"])
+            federated = sum(
+                int(row["amount_of_bytes"])
+                for row in csv.DictReader(stream)
+                if int(row["federated_round"]) <= submission["rounds"]
+            )
         timing = submission["timing"]
-        reports.append(read_personal(
-            out / "track3-fedavg-seed0", total_bytes=federated,
-            wall_seconds=timing["wall"] - timing.get("personalisation", 0.0)))
+        reports.append(
+            read_personal(
+                out / "track3-fedavg-seed0",
+                total_bytes=federated,
+                wall_seconds=timing["wall"] - timing.get("personalisation", 0.0),
+            )
+        )
     for run in (out / experiment.name for experiment in TRACK3):
         if (run / "submission.json").is_file():
             score_personal(run, str(run / "checkpoint"), data)
@@ -498,13 +624,15 @@ def selected(experiments: Sequence[Experiment], only: str | None) -> tuple[Exper
     names = {name.strip() for name in only.split(",") if name.strip()}
     known = {short_name(e) for e in experiments}
     if names - known:
-        raise ValueError(f"--only {sorted(names - known)}: no such experiment; choose from "
-                         f"{sorted(known)}")
+        raise ValueError(
+            f"--only {sorted(names - known)}: no such experiment; choose from {sorted(known)}"
+        )
     return tuple(e for e in experiments if short_name(e) in names)
 
 
-def run_selected(experiments: Sequence[Experiment], args: argparse.Namespace,
-                 parser: argparse.ArgumentParser) -> None:
+def run_selected(
+    experiments: Sequence[Experiment], args: argparse.Namespace, parser: argparse.ArgumentParser
+) -> None:
     """Train (or keep) the experiments ``--only`` names, ``--parallel`` at a time."""
     try:
         chosen = selected(experiments, args.only)
@@ -512,15 +640,19 @@ def run_selected(experiments: Sequence[Experiment], args: argparse.Namespace,
         parser.error(str(error))
     args.out.mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(max_workers=args.parallel) as pool:
-        list(pool.map(lambda e: run_experiment(e, args.data, args.out, args.base,
-                                               args.val_limit), chosen))
+        list(
+            pool.map(
+                lambda e: run_experiment(e, args.data, args.out, args.base, args.val_limit), chosen
+            )
+        )
 
 
 def fsp_experiments(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     """Issue 16: train (or keep) the selected :data:`FSP` runs, then tabulate every finished one."""
     run_selected(FSP, args, parser)
-    rows = [read_fsp_run(args.out / e.name) for e in FSP
-            if (args.out / e.name / "val.json").is_file()]
+    rows = [
+        read_fsp_run(args.out / e.name) for e in FSP if (args.out / e.name / "val.json").is_file()
+    ]
     (args.out / "fsp.md").write_text(fsp_table(rows), encoding="utf-8")
     print(fsp_table(rows))
 
@@ -537,37 +669,48 @@ def dp_scale_experiments(args: argparse.Namespace, parser: argparse.ArgumentPars
             continue
         if experiment.budget.startswith("eps"):
             verify_privacy(run)
-        runs.append(read_dp_scale_run(run, experiment.preset, experiment.budget,
-                                      experiment.seed))
+        runs.append(read_dp_scale_run(run, experiment.preset, experiment.budget, experiment.seed))
     runs.sort(key=lambda r: (r.preset != "fedavg", r.preset, r.budget or "z", r.seed))
     table = dp_scale_table(runs, base_anls, DP_SCALE_SEEDS)
     (args.out / "dp_scale.md").write_text(table, encoding="utf-8")
     plot_dp_scale(runs, base_anls, args.out / "dp_scale.png")
-    plot_round_curves([r for r in runs if r.seed == 0], base_anls,
-                      args.out / "dp_scale_rounds.png")
+    plot_round_curves([r for r in runs if r.seed == 0], base_anls, args.out / "dp_scale_rounds.png")
     print(table)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the experiments, then write the tables and plots."""
-    parser = argparse.ArgumentParser(prog="python -m experiments.run",
-                                     description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m experiments.run", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--data", type=Path, required=True, help="benchmark directory")
     parser.add_argument("--out", type=Path, required=True, help="where the runs go")
-    parser.add_argument("--track", choices=("1", "2", "3", "optimiser", "fsp", "dp-scale", "all"),
-                        default="all", help="optimiser: issue 15's runs (fedshampoo, "
-                        "dp-clgecl); fsp: issue 16's federated self-pretraining; dp-scale: "
-                        "issue 17's competition DP presets on the dp scale; not in all")
+    parser.add_argument(
+        "--track",
+        choices=("1", "2", "3", "optimiser", "fsp", "dp-scale", "all"),
+        default="all",
+        help="optimiser: issue 15's runs (fedshampoo, "
+        "dp-clgecl); fsp: issue 16's federated self-pretraining; dp-scale: "
+        "issue 17's competition DP presets on the dp scale; not in all",
+    )
     parser.add_argument("--base", default="base", help="pre-trained checkpoint (default: base)")
     parser.add_argument("--parallel", type=int, default=2, help="runs at a time")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="--track optimiser: the training seed of every run (use another "
-                             "--out per seed; the other tracks name their seeds per run)")
-    parser.add_argument("--val-limit", type=int, default=100,
-                        help="questions validated after each round")
-    parser.add_argument("--only", help="track 3, fsp and dp-scale: train only these "
-                        "(comma-separated, e.g. pfedcr,lora-10rounds or fsp-fedavg,fsp-tm or "
-                        "dp-lora-competition-eps8-seed0); --track optimiser: these run names only")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="--track optimiser: the training seed of every run (use another "
+        "--out per seed; the other tracks name their seeds per run)",
+    )
+    parser.add_argument(
+        "--val-limit", type=int, default=100, help="questions validated after each round"
+    )
+    parser.add_argument(
+        "--only",
+        help="track 3, fsp and dp-scale: train only these "
+        "(comma-separated, e.g. pfedcr,lora-10rounds or fsp-fedavg,fsp-tm or "
+        "dp-lora-competition-eps8-seed0); --track optimiser: these run names only",
+    )
     args = parser.parse_args(argv)
     if args.track == "optimiser":
         optimiser_experiments(args)
@@ -590,10 +733,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     experiments = {"1": track1, "2": (TRACK1[0], *TRACK2), "all": (*track1, *TRACK2)}[args.track]
     args.out.mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(max_workers=args.parallel) as pool:
-        list(pool.map(lambda e: run_experiment(e, args.data, args.out, args.base,
-                                               args.val_limit), experiments))
-    reports = [full_val_report(args.out / e.name) for e in track1
-               if (args.out / e.name / "val.json").is_file()]
+        list(
+            pool.map(
+                lambda e: run_experiment(e, args.data, args.out, args.base, args.val_limit),
+                experiments,
+            )
+        )
+    reports = [
+        full_val_report(args.out / e.name)
+        for e in track1
+        if (args.out / e.name / "val.json").is_file()
+    ]
     fedavg = next((r for r in reports if r.method == "fedavg"), None)
     (args.out / "track1.md").write_text(markdown_table(reports), encoding="utf-8")
     plot_anls_vs_bytes(reports, args.out / "track1.png")

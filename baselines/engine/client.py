@@ -78,8 +78,9 @@ class ClientReply:
         return replace(self, metrics={}) if private else self
 
 
-def build_trainer(config: TrainConfig, task: FederatedTask, *, progress: bool,
-                  private: bool) -> LocalTrainer:
+def build_trainer(
+    config: TrainConfig, task: FederatedTask, *, progress: bool, private: bool
+) -> LocalTrainer:
     """The local optimisation loop of the run's configuration.
 
     Args:
@@ -104,7 +105,8 @@ def build_trainer(config: TrainConfig, task: FederatedTask, *, progress: bool,
         batch_size=config.batch_size,
         optimizer=optimizer,
         step_hook=chain_step_hooks(
-            None if optimizer.local.max_grad_value is None
+            None
+            if optimizer.local.max_grad_value is None
             else clip_grad_value(optimizer.local.max_grad_value),
             None if config.max_grad_norm is None else clip_grad_norm(config.max_grad_norm),
         ),
@@ -151,8 +153,15 @@ class FederatedClient:
         self.states = states
 
     @classmethod
-    def build(cls, config: TrainConfig, task: FederatedTask, method: Method, *,
-              clients: list[int], progress: bool = False) -> FederatedClient:
+    def build(
+        cls,
+        config: TrainConfig,
+        task: FederatedTask,
+        method: Method,
+        *,
+        clients: list[int],
+        progress: bool = False,
+    ) -> FederatedClient:
         """A party of its own: a fresh model prepared from the run's seed, holding ``clients``.
 
         What a node of a deployed federation builds (only its own client's data); the adapters
@@ -167,15 +176,19 @@ class FederatedClient:
         """
         model = place_model(method.prepare(task.build_model(), seed=config.seed), config)
         return cls(
-            seed=config.seed, method=method, model=model,
+            seed=config.seed,
+            method=method,
+            model=model,
             parameters=select_communicated(model, prefix=method.prefix),
             trainer=build_trainer(config, task, progress=progress, private=method.private),
-            codec=config.build_codec(), data={k: task.client_data[k] for k in clients},
+            codec=config.build_codec(),
+            data={k: task.client_data[k] for k in clients},
             states={},
         )
 
-    def job(self, federated_round: int, client: int,
-            received: dict[str, torch.Tensor]) -> ClientJob:
+    def job(
+        self, federated_round: int, client: int, received: dict[str, torch.Tensor]
+    ) -> ClientJob:
         """A client's job with the weights it received loaded into the model.
 
         Raises:
@@ -218,15 +231,17 @@ class FederatedClient:
         tic = time.perf_counter()
         update = self.method.compute_update(job)
         seconds = time.perf_counter() - tic
-        return ClientReply(encode_message(self.codec, update.delta), update.num_examples,
-                           update.metrics, seconds)
+        return ClientReply(
+            encode_message(self.codec, update.delta), update.num_examples, update.metrics, seconds
+        )
 
     def held_weights(self) -> dict[str, torch.Tensor]:
         """The communicated values the party's model holds now (after 0 rounds: the base)."""
         return get_values(self.model, self.parameters)
 
-    def personalise(self, federated_round: int, client: int,
-                    received: dict[str, torch.Tensor]) -> float:
+    def personalise(
+        self, federated_round: int, client: int, received: dict[str, torch.Tensor]
+    ) -> float:
         """A client's local work after the last round (``Method.personalise``), from ``received``.
 
         The result stays in the client's state (``self.states[client]``), which is what its

@@ -75,15 +75,20 @@ class ClientJob:
     state: dict[str, torch.Tensor] = field(default_factory=dict)
     loss: LossHook | None = None
     _start_on_device: tuple[torch.device, dict[str, torch.Tensor]] | None = field(
-        default=None, repr=False)
+        default=None, repr=False
+    )
 
     def reset(self) -> None:
         """Load the round's starting weights back into the model."""
         set_values(self.model, self.parameters, self.start_weights)
 
     def train(
-        self, dataset: Dataset | None = None, *, seed: int | None = None,
-        epochs: int | None = None, keep_optimizer_state: bool = False,
+        self,
+        dataset: Dataset | None = None,
+        *,
+        seed: int | None = None,
+        epochs: int | None = None,
+        keep_optimizer_state: bool = False,
     ) -> TrainStats:
         """Run local training from the model's current weights.
 
@@ -100,8 +105,12 @@ class ClientJob:
         """
         data = self.dataset if dataset is None else dataset
         return self.trainer.train(
-            self.model, data, seed=self.seed if seed is None else seed, loss=self.loss,
-            epochs=epochs, optimizer_state=self.state if keep_optimizer_state else None,
+            self.model,
+            data,
+            seed=self.seed if seed is None else seed,
+            loss=self.loss,
+            epochs=epochs,
+            optimizer_state=self.state if keep_optimizer_state else None,
         )
 
     def delta(self) -> dict[str, torch.Tensor]:

@@ -77,8 +77,9 @@ def clip_grad_value(max_value: float) -> StepHook:
     return _clipping_hook("max_grad_value", max_value, torch.nn.utils.clip_grad_value_)
 
 
-def _clipping_hook(name: str, bound: float,
-                   clip: Callable[[Sequence[nn.Parameter], float], Any]) -> StepHook:
+def _clipping_hook(
+    name: str, bound: float, clip: Callable[[Sequence[nn.Parameter], float], Any]
+) -> StepHook:
     """A step hook that applies ``clip(parameters, bound)``, the bound checked first."""
     if not bound > 0:
         raise ValueError(f"{name} must be > 0, got {bound}")
@@ -179,8 +180,9 @@ class LocalTrainer:
                 f"local epochs ({epochs}) and batch size ({batch_size}) must be >= 1 and lr ({lr}) > 0"
             )
         if (optimizer is None) == (lr is None):
-            raise ValueError("give LocalTrainer either an optimizer factory or the default "
-                             "AdamW's lr, not both")
+            raise ValueError(
+                "give LocalTrainer either an optimizer factory or the default AdamW's lr, not both"
+            )
         self.collate = collate
         self.epochs = epochs
         self.batch_size = batch_size
@@ -245,8 +247,10 @@ class LocalTrainer:
         for _ in range(epochs):
             batches = self._batches(n, lengths, generator)
             for batch in self._collated(dataset, batches):
-                batch = {key: value.to(device) if isinstance(value, torch.Tensor) else value
-                         for key, value in batch.items()}
+                batch = {
+                    key: value.to(device) if isinstance(value, torch.Tensor) else value
+                    for key, value in batch.items()
+                }
                 with autocast(device, self.precision):
                     outputs = model(**batch)
                     value = outputs.loss if loss is None else loss(batch, outputs)
@@ -270,8 +274,9 @@ class LocalTrainer:
             seconds=time.perf_counter() - start,
         )
 
-    def _collated(self, dataset: Dataset,
-                  batches: list[list[int]]) -> Iterator[dict[str, torch.Tensor]]:
+    def _collated(
+        self, dataset: Dataset, batches: list[list[int]]
+    ) -> Iterator[dict[str, torch.Tensor]]:
         """The collated batches in order; with ``prefetch`` the next one is collated in a
         background thread while the caller trains on the current one."""
         if not self.prefetch or len(batches) < 2:

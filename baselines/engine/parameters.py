@@ -58,7 +58,7 @@ def _storage_key(tensor: torch.Tensor) -> tuple[int, int, tuple[int, ...], tuple
 
 
 def _strip(name: str, prefix: str) -> str:
-    return name[len(prefix):] if prefix and name.startswith(prefix) else name
+    return name[len(prefix) :] if prefix and name.startswith(prefix) else name
 
 
 def select_communicated(model: nn.Module, *, prefix: str = "") -> CommunicatedParameters:

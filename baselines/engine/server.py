@@ -35,8 +35,9 @@ class FederatedServer:
         seed: the run's seed (sampling derives from it and the round).
     """
 
-    def __init__(self, strategy: Strategy, channel: Channel, *, num_clients: int,
-                 seed: int) -> None:
+    def __init__(
+        self, strategy: Strategy, channel: Channel, *, num_clients: int, seed: int
+    ) -> None:
         self.strategy = strategy
         self.channel = channel
         self.num_clients = num_clients
@@ -50,9 +51,15 @@ class FederatedServer:
         """The global weights encoded once for every sampled client."""
         return self.channel.encode(weights)
 
-    def receive(self, federated_round: int, client: int, broadcast: EncodedMessage,
-                reply: EncodedMessage, num_examples: int,
-                metrics: dict[str, float]) -> ClientUpdate:
+    def receive(
+        self,
+        federated_round: int,
+        client: int,
+        broadcast: EncodedMessage,
+        reply: EncodedMessage,
+        num_examples: int,
+        metrics: dict[str, float],
+    ) -> ClientUpdate:
         """Log a client's exchange of the round (downlink, then uplink) and decode its update.
 
         Args:
@@ -66,24 +73,36 @@ class FederatedServer:
         Returns:
             The decoded update, ready for :meth:`aggregate`.
         """
-        self.channel.record(broadcast, federated_round=federated_round, sender=SERVER,
-                            receiver=client)
-        delta = self.channel.deliver(reply, federated_round=federated_round, sender=client,
-                                     receiver=SERVER)
+        self.channel.record(
+            broadcast, federated_round=federated_round, sender=SERVER, receiver=client
+        )
+        delta = self.channel.deliver(
+            reply, federated_round=federated_round, sender=client, receiver=SERVER
+        )
         return ClientUpdate(delta, num_examples, metrics)
 
     def lost(self, federated_round: int, client: int, broadcast: EncodedMessage) -> None:
         """Log the downlink of a client that never answered (dropped from the round)."""
-        self.channel.record(broadcast, federated_round=federated_round, sender=SERVER,
-                            receiver=client)
+        self.channel.record(
+            broadcast, federated_round=federated_round, sender=SERVER, receiver=client
+        )
 
-    def aggregate(self, federated_round: int, weights: dict[str, torch.Tensor],
-                  results: Sequence[ClientUpdate]) -> dict[str, torch.Tensor]:
+    def aggregate(
+        self,
+        federated_round: int,
+        weights: dict[str, torch.Tensor],
+        results: Sequence[ClientUpdate],
+    ) -> dict[str, torch.Tensor]:
         """The next global weights (the strategy's ``aggregate_fit``)."""
         return self.strategy.aggregate_fit(federated_round, weights, results)
 
-    def round_row(self, federated_round: int, clients: list[int],
-                  results: Sequence[ClientUpdate], log_start: int) -> dict[str, Any]:
+    def round_row(
+        self,
+        federated_round: int,
+        clients: list[int],
+        results: Sequence[ClientUpdate],
+        log_start: int,
+    ) -> dict[str, Any]:
         """The round's metrics row (before evaluation).
 
         Args:
@@ -103,8 +122,10 @@ class FederatedServer:
         losses = [r.metrics["loss"] for r in results if "loss" in r.metrics]
         if losses:
             row["train_loss"] = float(np.mean(losses))
-        privacy = [{key: value for key, value in r.metrics.items()
-                    if key.startswith(PRIVACY_DIAGNOSTIC)} for r in results]
+        privacy = [
+            {key: value for key, value in r.metrics.items() if key.startswith(PRIVACY_DIAGNOSTIC)}
+            for r in results
+        ]
         if any(privacy):
             row["privacy"] = privacy
         return row

@@ -115,19 +115,24 @@ class FederatedSimulation:
         self.method = config.build_method() if method is None else method
         self.method.bind(task)
         self.channel = Channel(config.build_codec(), CommunicationLog())
-        self.server = FederatedServer(config.build_strategy(), self.channel,
-                                      num_clients=task.num_clients, seed=config.seed)
+        self.server = FederatedServer(
+            config.build_strategy(), self.channel, num_clients=task.num_clients, seed=config.seed
+        )
         self.strategy = self.server.strategy
-        self.model = place_model(self.method.prepare(task.build_model(), seed=config.seed),
-                                 config)
+        self.model = place_model(self.method.prepare(task.build_model(), seed=config.seed), config)
         self.parameters = select_communicated(self.model, prefix=self.method.prefix)
         self.trainer = build_trainer(config, task, progress=progress, private=self.method.private)
         #: client id -> the method's state for that client (saved with every round).
         self.client_states: dict[int, dict[str, torch.Tensor]] = {}
         self.clients = FederatedClient(
-            seed=config.seed, method=self.method, model=self.model, parameters=self.parameters,
-            trainer=self.trainer, codec=self.channel.codec,
-            data=dict(enumerate(task.client_data)), states=self.client_states,
+            seed=config.seed,
+            method=self.method,
+            model=self.model,
+            parameters=self.parameters,
+            trainer=self.trainer,
+            codec=self.channel.codec,
+            data=dict(enumerate(task.client_data)),
+            states=self.client_states,
         )
 
     def run_record(self, summary: RunSummary) -> dict[str, Any]:
@@ -186,6 +191,7 @@ class FederatedSimulation:
             disable=not self.progress,
             unit="round",
         )
+
         def commit(federated_round: int) -> None:
             timing["wall"] = prior_wall + time.perf_counter() - started
             self.run_dir.commit_round(
@@ -226,8 +232,11 @@ class FederatedSimulation:
             metrics=metrics,
             num_clients=self.task.num_clients,
             save_model=self.task.save_model,
-            info={**self.task.info, "communicated_parameters": self.parameters.numel,
-                  "timing": timing},
+            info={
+                **self.task.info,
+                "communicated_parameters": self.parameters.numel,
+                "timing": timing,
+            },
             personal_model=self.personal_model if self.method.personal else None,
         )
         messages = self.channel.log.records
@@ -260,8 +269,9 @@ class FederatedSimulation:
             copy.deepcopy(self.model).cpu(), self.client_states.get(client, {})
         )
 
-    def _personalise(self, weights: dict[str, torch.Tensor], done: list[int],
-                     timing: dict[str, float]) -> Iterator[int]:
+    def _personalise(
+        self, weights: dict[str, torch.Tensor], done: list[int], timing: dict[str, float]
+    ) -> Iterator[int]:
         """Every client not in ``done`` runs ``Method.personalise``; yields each when finished.
 
         The final global weights are sent to each client as round R + 1 (after 0 rounds the
@@ -271,18 +281,22 @@ class FederatedSimulation:
         federated_round = self.config.rounds + 1
         broadcast = self.channel.encode(weights) if self.config.rounds > 0 else None
         left = [client for client in range(self.task.num_clients) if client not in done]
-        for client, seconds in self.personalise_clients(federated_round, left, broadcast,
-                                                        weights):
+        for client, seconds in self.personalise_clients(federated_round, left, broadcast, weights):
             if broadcast is not None:
-                self.channel.record(broadcast, federated_round=federated_round, sender=SERVER,
-                                    receiver=client)
+                self.channel.record(
+                    broadcast, federated_round=federated_round, sender=SERVER, receiver=client
+                )
             timing["personalisation"] = timing.get("personalisation", 0.0) + seconds
             yield client
         set_values(self.model, self.parameters, weights)
 
-    def personalise_clients(self, federated_round: int, clients: list[int],
-                            broadcast: EncodedMessage | None,
-                            weights: dict[str, torch.Tensor]) -> Iterator[tuple[int, float]]:
+    def personalise_clients(
+        self,
+        federated_round: int,
+        clients: list[int],
+        broadcast: EncodedMessage | None,
+        weights: dict[str, torch.Tensor],
+    ) -> Iterator[tuple[int, float]]:
         """Each client's personalisation, yielded in the order of ``clients`` with its seconds.
 
         In process: each client's :meth:`FederatedClient.personalise` in turn, its result in
@@ -298,13 +312,13 @@ class FederatedSimulation:
         """
         from tqdm.auto import tqdm
 
-        for client in tqdm(clients, desc="personalising", unit="client",
-                           disable=not self.progress):
+        for client in tqdm(clients, desc="personalising", unit="client", disable=not self.progress):
             received = weights if broadcast is None else self.channel.codec.decode(broadcast)
             yield client, self.clients.personalise(federated_round, client, received)
 
-    def fit_round(self, federated_round: int, clients: list[int],
-                  broadcast: EncodedMessage) -> list[ClientReply | None]:
+    def fit_round(
+        self, federated_round: int, clients: list[int], broadcast: EncodedMessage
+    ) -> list[ClientReply | None]:
         """Every sampled client's reply to the broadcast, in the order of ``clients``.
 
         In process: each client's :meth:`FederatedClient.fit` in turn. Another engine (the Flower
@@ -324,15 +338,24 @@ class FederatedSimulation:
         broadcast = server.broadcast(weights)
         results: list[ClientUpdate] = []
         dropped: list[int] = []
-        for client, reply in zip(clients, self.fit_round(federated_round, clients, broadcast),
-                                 strict=True):
+        for client, reply in zip(
+            clients, self.fit_round(federated_round, clients, broadcast), strict=True
+        ):
             if reply is None:
                 server.lost(federated_round, client, broadcast)
                 dropped.append(client)
                 continue
             timing["client_training"] += reply.seconds
-            results.append(server.receive(federated_round, client, broadcast, reply.message,
-                                          reply.num_examples, reply.metrics))
+            results.append(
+                server.receive(
+                    federated_round,
+                    client,
+                    broadcast,
+                    reply.message,
+                    reply.num_examples,
+                    reply.metrics,
+                )
+            )
         if not results:
             raise RuntimeError(
                 f"round {federated_round}: every sampled client ({clients}) was dropped; the "

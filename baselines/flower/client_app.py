@@ -81,8 +81,7 @@ def discover(message: Message, context: Context) -> Message:
     summaries = []
     for client in clients:
         summaries.append(ClientSummary.of(client, load_split(data_dir, "train", client)).to_json())
-    return Message(RecordDict({"node": ConfigRecord({"summaries": summaries})}),
-                   reply_to=message)
+    return Message(RecordDict({"node": ConfigRecord({"summaries": summaries})}), reply_to=message)
 
 
 @app.query("setup")
@@ -135,13 +134,16 @@ def train(message: Message, context: Context) -> Message:
     clients = [int(k) for k in message.content["round"]["clients"]]
     broadcast = encoded_message(dict(message.content[WIRE]), names)
     private = party.method.privacy_declaration() is not None
-    replies = {client: party.fit(federated_round, client, broadcast).for_the_wire(private)
-               for client in clients}
+    replies = {
+        client: party.fit(federated_round, client, broadcast).for_the_wire(private)
+        for client in clients
+    }
     for client in clients:
         state = party.states.get(client)
         if state:
             context.state[_state_record(client)] = ArrayRecord(
-                {name: tensor.detach().cpu().contiguous() for name, tensor in state.items()})
+                {name: tensor.detach().cpu().contiguous() for name, tensor in state.items()}
+            )
     return Message(reply_content(replies, names, setup_seconds), reply_to=message)
 
 
@@ -156,9 +158,9 @@ def personalise(message: Message, context: Context) -> Message:
     party.states[client] = _tensors(context.state[record]) if record in context.state else {}
     if WIRE in message.content:
         received = party.codec.decode(
-            encoded_message(dict(message.content[WIRE]), party.parameters.names))
+            encoded_message(dict(message.content[WIRE]), party.parameters.names)
+        )
     else:
         received = party.held_weights()
     seconds = party.personalise(federated_round, client, received)
-    return Message(personal_content(party.states[client], seconds, setup_seconds),
-                   reply_to=message)
+    return Message(personal_content(party.states[client], seconds, setup_seconds), reply_to=message)

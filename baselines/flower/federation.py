@@ -53,8 +53,12 @@ class ClientSummary:
         """The summary of a client's tokenised dataset."""
         column = list(dataset["provider"]) if "provider" in dataset.column_names else []
         labelled = [p for p in column if p]
-        return cls(client=client, rows=len(dataset), providers=len(set(labelled)),
-                   unlabelled=len(dataset) - len(labelled))
+        return cls(
+            client=client,
+            rows=len(dataset),
+            providers=len(set(labelled)),
+            unlabelled=len(dataset) - len(labelled),
+        )
 
     def to_json(self) -> str:
         """One JSON object."""
@@ -92,14 +96,16 @@ def with_summaries(task: FederatedTask, summaries: Sequence[ClientSummary]) -> F
     missing = [k for k, data in enumerate(task.client_data) if data is None and k not in by_client]
     if missing:
         raise ValueError(f"no node reported clients {missing}")
-    client_data = [by_client[k] if data is None else data
-                   for k, data in enumerate(task.client_data)]
+    client_data = [
+        by_client[k] if data is None else data for k, data in enumerate(task.client_data)
+    ]
     info = {**task.info, "train_questions": [len(data) for data in client_data]}
     return dataclasses.replace(task, client_data=client_data, info=info)
 
 
-def party_task(data_dir: str | Path, base: str, *, clients: Sequence[int],
-               summaries: Sequence[ClientSummary]) -> FederatedTask:
+def party_task(
+    data_dir: str | Path, base: str, *, clients: Sequence[int], summaries: Sequence[ClientSummary]
+) -> FederatedTask:
     """A node's task: its clients' datasets (read from its own files only), the others' summaries.
 
     Args:
@@ -110,6 +116,7 @@ def party_task(data_dir: str | Path, base: str, *, clients: Sequence[int],
     """
     from baselines.engine.vt5_task import build_vt5_task
 
-    task = build_vt5_task(data_dir, base, val_limit=0, progress=False, clients=clients,
-                          num_clients=len(summaries))
+    task = build_vt5_task(
+        data_dir, base, val_limit=0, progress=False, clients=clients, num_clients=len(summaries)
+    )
     return with_summaries(task, summaries)

@@ -57,19 +57,23 @@ def encoded_message(record: dict[str, object], names: tuple[str, ...]) -> Encode
     )
 
 
-def broadcast_content(message: EncodedMessage, names: tuple[str, ...], federated_round: int,
-                      clients: list[int]) -> RecordDict:
+def broadcast_content(
+    message: EncodedMessage, names: tuple[str, ...], federated_round: int, clients: list[int]
+) -> RecordDict:
     """A train message's content: the broadcast and the clients of the node to train."""
     from flwr.app import ConfigRecord, RecordDict
 
-    return RecordDict({
-        WIRE: ConfigRecord(wire_record(message, names)),
-        "round": ConfigRecord({"round": federated_round, "clients": clients}),
-    })
+    return RecordDict(
+        {
+            WIRE: ConfigRecord(wire_record(message, names)),
+            "round": ConfigRecord({"round": federated_round, "clients": clients}),
+        }
+    )
 
 
-def reply_content(replies: dict[int, ClientReply], names: tuple[str, ...],
-                  setup_seconds: float) -> RecordDict:
+def reply_content(
+    replies: dict[int, ClientReply], names: tuple[str, ...], setup_seconds: float
+) -> RecordDict:
     """A node's answer: per client, its encoded update, weight, training time and metrics.
 
     ``setup_seconds`` is the time the node's app spent building its party in this process
@@ -81,15 +85,21 @@ def reply_content(replies: dict[int, ClientReply], names: tuple[str, ...],
     for client, reply in replies.items():
         content[f"{WIRE}.{client}"] = ConfigRecord(wire_record(reply.message, names))
         content[f"{REPLY}.{client}"] = ConfigRecord(
-            {"num_examples": reply.num_examples, "seconds": reply.seconds,
-             "setup_seconds": setup_seconds})
+            {
+                "num_examples": reply.num_examples,
+                "seconds": reply.seconds,
+                "setup_seconds": setup_seconds,
+            }
+        )
         content[f"{METRICS}.{client}"] = MetricRecord(
-            {key: float(value) for key, value in reply.metrics.items()})
+            {key: float(value) for key, value in reply.metrics.items()}
+        )
     return content
 
 
-def client_reply(content: RecordDict, client: int,
-                 names: tuple[str, ...]) -> tuple[ClientReply, float]:
+def client_reply(
+    content: RecordDict, client: int, names: tuple[str, ...]
+) -> tuple[ClientReply, float]:
     """Client ``client``'s reply from a node's answer, and the node's setup seconds.
 
     Raises:
@@ -107,8 +117,9 @@ def client_reply(content: RecordDict, client: int,
     ), float(reply.get("setup_seconds", 0.0))
 
 
-def personalise_content(message: EncodedMessage | None, names: tuple[str, ...],
-                        federated_round: int, client: int) -> RecordDict:
+def personalise_content(
+    message: EncodedMessage | None, names: tuple[str, ...], federated_round: int, client: int
+) -> RecordDict:
     """A personalise message's content: the final global model (none after 0 rounds: the
     client starts from the base it holds) and the client to personalise."""
     from flwr.app import ConfigRecord, RecordDict
@@ -119,16 +130,20 @@ def personalise_content(message: EncodedMessage | None, names: tuple[str, ...],
     return content
 
 
-def personal_content(state: dict[str, torch.Tensor], seconds: float,
-                     setup_seconds: float) -> RecordDict:
+def personal_content(
+    state: dict[str, torch.Tensor], seconds: float, setup_seconds: float
+) -> RecordDict:
     """A node's answer to a personalise message: the client's state and the seconds spent."""
     from flwr.app import ArrayRecord, ConfigRecord, RecordDict
 
-    return RecordDict({
-        PERSONAL: ArrayRecord({name: tensor.detach().cpu().contiguous()
-                               for name, tensor in state.items()}),
-        REPLY: ConfigRecord({"seconds": seconds, "setup_seconds": setup_seconds}),
-    })
+    return RecordDict(
+        {
+            PERSONAL: ArrayRecord(
+                {name: tensor.detach().cpu().contiguous() for name, tensor in state.items()}
+            ),
+            REPLY: ConfigRecord({"seconds": seconds, "setup_seconds": setup_seconds}),
+        }
+    )
 
 
 def personal_state(content: RecordDict) -> tuple[dict[str, torch.Tensor], float, float]:
@@ -139,8 +154,11 @@ def personal_state(content: RecordDict) -> tuple[dict[str, torch.Tensor], float,
         KeyError: the answer has no state.
     """
     reply = content[REPLY]
-    return (dict(content[PERSONAL].to_torch_state_dict()), float(reply["seconds"]),
-            float(reply.get("setup_seconds", 0.0)))
+    return (
+        dict(content[PERSONAL].to_torch_state_dict()),
+        float(reply["seconds"]),
+        float(reply.get("setup_seconds", 0.0)),
+    )
 
 
 def tensor_bytes(state: dict[str, torch.Tensor]) -> int:

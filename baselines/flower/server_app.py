@@ -114,8 +114,9 @@ class DeploymentSettings:
         """
         for key in ("out", "num-clients"):
             if key not in run_config:
-                raise ValueError(f"the run config needs {key!r} (pflkit train --engine flower "
-                                 "sets it)")
+                raise ValueError(
+                    f"the run config needs {key!r} (pflkit train --engine flower sets it)"
+                )
         settings = cls(
             out=Path(str(run_config["out"])),
             num_clients=int(run_config["num-clients"]),
@@ -125,8 +126,9 @@ class DeploymentSettings:
             resume=bool(run_config.get("resume", False)),
         )
         if settings.on_failure not in POLICIES:
-            raise ValueError(f"on-failure must be one of {', '.join(POLICIES)}, "
-                             f"not {settings.on_failure!r}")
+            raise ValueError(
+                f"on-failure must be one of {', '.join(POLICIES)}, not {settings.on_failure!r}"
+            )
         return settings
 
 
@@ -169,10 +171,13 @@ class Nodes:
             new = sorted(self.alive() - self.asked)
             if new:
                 self.asked.update(new)
-                messages = [Message(RecordDict(), dst_node_id=node, message_type="query.discover")
-                            for node in new]
+                messages = [
+                    Message(RecordDict(), dst_node_id=node, message_type="query.discover")
+                    for node in new
+                ]
                 for reply in self.grid.send_and_receive(
-                        messages, timeout=max(deadline - time.monotonic(), 1.0)):
+                    messages, timeout=max(deadline - time.monotonic(), 1.0)
+                ):
                     self._register(reply)
             if time.monotonic() > deadline:
                 raise FederationFault(
@@ -185,36 +190,49 @@ class Nodes:
     def _register(self, reply: Message) -> None:
         node = reply.metadata.src_node_id
         if reply.has_error():
-            raise FederationFault(f"SuperNode {node} could not report its clients: "
-                                  f"{reply.error.reason}")
+            raise FederationFault(
+                f"SuperNode {node} could not report its clients: {reply.error.reason}"
+            )
         for text in reply.content["node"]["summaries"]:
             summary = ClientSummary.from_json(str(text))
             if not 0 <= summary.client < self.num_clients:
-                raise ValueError(f"SuperNode {node} runs client {summary.client}, outside the "
-                                 f"federation's clients 0..{self.num_clients - 1}")
+                raise ValueError(
+                    f"SuperNode {node} runs client {summary.client}, outside the "
+                    f"federation's clients 0..{self.num_clients - 1}"
+                )
             previous = self.node_of.get(summary.client)
             if previous is not None and previous in self.alive() and previous != node:
-                raise ValueError(f"client {summary.client} is run by SuperNodes {previous} and "
-                                 f"{node}; start one SuperNode per client")
+                raise ValueError(
+                    f"client {summary.client} is run by SuperNodes {previous} and "
+                    f"{node}; start one SuperNode per client"
+                )
             self.node_of[summary.client] = node
             self.summaries[summary.client] = summary
-            self.report(f"client {summary.client}: SuperNode {node} ({summary.rows} questions, "
-                        f"{summary.providers} providers)")
+            self.report(
+                f"client {summary.client}: SuperNode {node} ({summary.rows} questions, "
+                f"{summary.providers} providers)"
+            )
             if self.setup_record is not None:
                 self._setup([node])
 
     def setup(self, config: TrainConfig, base: str) -> None:
         """Send every node the run's configuration, base and the clients' summaries."""
-        self.setup_record = ConfigRecord({
-            "config": json.dumps(config.to_dict(), sort_keys=True),
-            "base": base,
-            "summaries": [self.summaries[k].to_json() for k in range(self.num_clients)],
-        })
+        self.setup_record = ConfigRecord(
+            {
+                "config": json.dumps(config.to_dict(), sort_keys=True),
+                "base": base,
+                "summaries": [self.summaries[k].to_json() for k in range(self.num_clients)],
+            }
+        )
         self._setup(sorted(set(self.node_of.values())))
 
     def _setup(self, nodes: list[int]) -> None:
-        messages = [Message(RecordDict({"run": self.setup_record}), dst_node_id=node,
-                            message_type="query.setup") for node in nodes]
+        messages = [
+            Message(
+                RecordDict({"run": self.setup_record}), dst_node_id=node, message_type="query.setup"
+            )
+            for node in nodes
+        ]
         replies = list(self.grid.send_and_receive(messages, timeout=600.0))
         failed = [r.metadata.src_node_id for r in replies if r.has_error()]
         if failed or len(replies) < len(messages):
@@ -232,9 +250,16 @@ class DeployedFederation(FederatedSimulation):
         report: called with a line for the ServerApp's log.
     """
 
-    def __init__(self, config: TrainConfig, task: FederatedTask, run_dir: RunDirectory, *,
-                 nodes: Nodes, settings: DeploymentSettings,
-                 report: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        config: TrainConfig,
+        task: FederatedTask,
+        run_dir: RunDirectory,
+        *,
+        nodes: Nodes,
+        settings: DeploymentSettings,
+        report: Callable[[str], None],
+    ) -> None:
         method = config.build_method()
         if method.personal and not method.personalises():
             raise ValueError(
@@ -247,33 +272,50 @@ class DeployedFederation(FederatedSimulation):
         self.settings = settings
         self.report = report
 
-    def fit_round(self, federated_round: int, clients: list[int],
-                  broadcast: EncodedMessage) -> list[ClientReply | None]:
+    def fit_round(
+        self, federated_round: int, clients: list[int], broadcast: EncodedMessage
+    ) -> list[ClientReply | None]:
         """Send the broadcast to each sampled client's node and decode the answers."""
         names = self.parameters.names
         contents = {k: broadcast_content(broadcast, names, federated_round, [k]) for k in clients}
-        answers = dict(self._ask(federated_round, contents, "train", broadcast.serialized_bytes,
-                                 functools.partial(self._update, federated_round)))
+        answers = dict(
+            self._ask(
+                federated_round,
+                contents,
+                "train",
+                broadcast.serialized_bytes,
+                functools.partial(self._update, federated_round),
+            )
+        )
         return [answers[client] for client in clients]
 
-    def personalise_clients(self, federated_round: int, clients: list[int],
-                            broadcast: EncodedMessage | None,
-                            weights: dict[str, torch.Tensor]) -> Iterator[tuple[int, float]]:
+    def personalise_clients(
+        self,
+        federated_round: int,
+        clients: list[int],
+        broadcast: EncodedMessage | None,
+        weights: dict[str, torch.Tensor],
+    ) -> Iterator[tuple[int, float]]:
         """Each client's personalisation on its node (all sent at once), in client order.
 
         The state a node answers is the client's personalisation, kept in ``self.client_states``
         for the submission (and committed with the run, so ``--resume`` keeps it). A client
         dropped by the ``drop`` policy keeps the global model (no state).
         """
-        contents = {k: personalise_content(broadcast, self.parameters.names, federated_round, k)
-                    for k in clients}
+        contents = {
+            k: personalise_content(broadcast, self.parameters.names, federated_round, k)
+            for k in clients
+        }
         arrived: dict[int, tuple[dict[str, torch.Tensor], float] | None] = {}
         waiting = iter(clients)
         next_client = next(waiting, None)
         for client, answer in self._ask(
-                federated_round, contents, "train.personalise",
-                0 if broadcast is None else broadcast.serialized_bytes,
-                functools.partial(self._personalisation, federated_round)):
+            federated_round,
+            contents,
+            "train.personalise",
+            0 if broadcast is None else broadcast.serialized_bytes,
+            functools.partial(self._personalisation, federated_round),
+        ):
             arrived[client] = answer
             while next_client is not None and next_client in arrived:
                 answer = arrived.pop(next_client)
@@ -284,9 +326,14 @@ class DeployedFederation(FederatedSimulation):
                 yield next_client, 0.0 if answer is None else answer[1]
                 next_client = next(waiting, None)
 
-    def _ask(self, federated_round: int, contents: dict[int, RecordDict], message_type: str,
-             payload_bytes: int, answer: Callable[[int, Message, float], Answer]
-             ) -> Iterator[tuple[int, Answer | None]]:
+    def _ask(
+        self,
+        federated_round: int,
+        contents: dict[int, RecordDict],
+        message_type: str,
+        payload_bytes: int,
+        answer: Callable[[int, Message, float], Answer],
+    ) -> Iterator[tuple[int, Answer | None]]:
         """Send each client's message to its node; yield each client's decoded answer as it
         comes, a failed one following the policy (``drop``: ``None``; ``wait``: sent again to a
         node that joins; ``fail``: :class:`FederationFault`)."""
@@ -294,15 +341,19 @@ class DeployedFederation(FederatedSimulation):
         left = dict(contents)
         while left:
             failed: list[int] = []
-            for client, outcome in self._exchange(federated_round, left, message_type,
-                                                  payload_bytes, answer, deadline):
+            for client, outcome in self._exchange(
+                federated_round, left, message_type, payload_bytes, answer, deadline
+            ):
                 if not isinstance(outcome, _Failure):
                     yield client, outcome
                     continue
                 self._fault(federated_round, client, outcome.reason)
                 if self.settings.on_failure == "fail":
-                    held = (f"round {federated_round - 1}" if federated_round <= self.config.rounds
-                            else "every round and the clients personalised so far")
+                    held = (
+                        f"round {federated_round - 1}"
+                        if federated_round <= self.config.rounds
+                        else "every round and the clients personalised so far"
+                    )
                     raise FederationFault(
                         f"round {federated_round}: client {client} failed ({outcome.reason}); "
                         f"the run directory holds {held}: restart the client's SuperNode and "
@@ -316,16 +367,27 @@ class DeployedFederation(FederatedSimulation):
                 self.nodes.discover(max(deadline - time.monotonic(), 0.0), wanted=set(failed))
             left = {client: contents[client] for client in failed}
 
-    def _exchange(self, federated_round: int, contents: dict[int, RecordDict],
-                  message_type: str, payload_bytes: int,
-                  answer: Callable[[int, Message, float], Answer], deadline: float
-                  ) -> Iterator[tuple[int, Answer | _Failure]]:
+    def _exchange(
+        self,
+        federated_round: int,
+        contents: dict[int, RecordDict],
+        message_type: str,
+        payload_bytes: int,
+        answer: Callable[[int, Message, float], Answer],
+        deadline: float,
+    ) -> Iterator[tuple[int, Answer | _Failure]]:
         """One message per client to its node; each client's answer or failure as it comes."""
         grid = self.nodes.grid
         clients = list(contents)
-        messages = {k: Message(contents[k], dst_node_id=self.nodes.node_of[k],
-                               message_type=message_type, group_id=str(federated_round))
-                    for k in clients}
+        messages = {
+            k: Message(
+                contents[k],
+                dst_node_id=self.nodes.node_of[k],
+                message_type=message_type,
+                group_id=str(federated_round),
+            )
+            for k in clients
+        }
         sizes = {k: flower_bytes(message) for k, message in messages.items()}
         sent_at = time.monotonic()
         ids = dict(zip(clients, grid.push_messages([messages[k] for k in clients]), strict=True))
@@ -359,17 +421,27 @@ class DeployedFederation(FederatedSimulation):
                     yield k, _Failure(f"no answer within {self.settings.reply_timeout:.0f} s")
             time.sleep(POLL_SECONDS if len(finished) < len(clients) else 0)
 
-    def _update(self, federated_round: int, client: int, reply: Message,
-                exchange_seconds: float) -> ClientReply:
+    def _update(
+        self, federated_round: int, client: int, reply: Message, exchange_seconds: float
+    ) -> ClientReply:
         """A client's update from its node's answer (its Flower bytes noted)."""
         update, setup_seconds = client_reply(reply.content, client, self.parameters.names)
-        self._framing(federated_round, client, -1, "train", flower_bytes(reply),
-                      update.message.serialized_bytes, setup_seconds=setup_seconds,
-                      train_seconds=update.seconds, exchange_seconds=exchange_seconds)
+        self._framing(
+            federated_round,
+            client,
+            -1,
+            "train",
+            flower_bytes(reply),
+            update.message.serialized_bytes,
+            setup_seconds=setup_seconds,
+            train_seconds=update.seconds,
+            exchange_seconds=exchange_seconds,
+        )
         return update
 
-    def _personalisation(self, federated_round: int, client: int, reply: Message,
-                         exchange_seconds: float) -> tuple[dict[str, torch.Tensor], float]:
+    def _personalisation(
+        self, federated_round: int, client: int, reply: Message, exchange_seconds: float
+    ) -> tuple[dict[str, torch.Tensor], float]:
         """A client's personalised state and seconds from its node's answer.
 
         The state is the submission's, not a federated message: it is not in the kit's log
@@ -377,50 +449,89 @@ class DeployedFederation(FederatedSimulation):
         ``flower_messages.jsonl`` with the tensors' bytes as the payload.
         """
         state, seconds, setup_seconds = personal_state(reply.content)
-        self._framing(federated_round, client, -1, "train.personalise", flower_bytes(reply),
-                      tensor_bytes(state), setup_seconds=setup_seconds,
-                      personalise_seconds=seconds, exchange_seconds=exchange_seconds)
+        self._framing(
+            federated_round,
+            client,
+            -1,
+            "train.personalise",
+            flower_bytes(reply),
+            tensor_bytes(state),
+            setup_seconds=setup_seconds,
+            personalise_seconds=seconds,
+            exchange_seconds=exchange_seconds,
+        )
         return state, seconds
 
-    def _framing(self, federated_round: int, sender: int, receiver: int, message_type: str,
-                 flower: int, payload: int, **seconds: float) -> None:
+    def _framing(
+        self,
+        federated_round: int,
+        sender: int,
+        receiver: int,
+        message_type: str,
+        flower: int,
+        payload: int,
+        **seconds: float,
+    ) -> None:
         """Note the bytes Flower sent for one message beside the kit's payload (and, for an
         answer, the node's setup and work time and the exchange's wall time)."""
-        self._append("flower_messages.jsonl", {
-            "federated_round": federated_round, "sender": sender, "receiver": receiver,
-            "message_type": message_type, "payload_bytes": payload, "flower_bytes": flower,
-            "framing_bytes": flower - payload,
-            **{key: round(value, 3) for key, value in seconds.items()},
-        })
+        self._append(
+            "flower_messages.jsonl",
+            {
+                "federated_round": federated_round,
+                "sender": sender,
+                "receiver": receiver,
+                "message_type": message_type,
+                "payload_bytes": payload,
+                "flower_bytes": flower,
+                "framing_bytes": flower - payload,
+                **{key: round(value, 3) for key, value in seconds.items()},
+            },
+        )
 
     def _fault(self, federated_round: int, client: int, reason: str) -> None:
-        line = (f"round {federated_round}: client {client} failed: {reason} "
-                f"(policy: {self.settings.on_failure})")
+        line = (
+            f"round {federated_round}: client {client} failed: {reason} "
+            f"(policy: {self.settings.on_failure})"
+        )
         self.report(line)
-        self._append("flower_faults.jsonl", {
-            "federated_round": federated_round, "client": client, "reason": reason,
-            "policy": self.settings.on_failure, "time": time.time(),
-        })
+        self._append(
+            "flower_faults.jsonl",
+            {
+                "federated_round": federated_round,
+                "client": client,
+                "reason": reason,
+                "policy": self.settings.on_failure,
+                "time": time.time(),
+            },
+        )
 
     def _append(self, name: str, row: dict[str, Any]) -> None:
         with open(self.run_dir.path / name, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(row, sort_keys=True) + "\n")
 
 
-def server_task(saved: dict[str, Any], config: TrainConfig,
-                summaries: dict[int, ClientSummary]) -> FederatedTask:
+def server_task(
+    saved: dict[str, Any], config: TrainConfig, summaries: dict[int, ClientSummary]
+) -> FederatedTask:
     """The server's task: the base model, validation (from ``saved['data']`` when the run
     evaluates) and the clients' summaries in place of their data."""
     from baselines.engine.vt5_task import build_vt5_task
 
-    task = build_vt5_task(saved["data"], saved["base"], val_limit=config.val_limit,
-                          eval_batch_size=config.eval_batch_size, progress=False, clients=[],
-                          num_clients=len(summaries))
+    task = build_vt5_task(
+        saved["data"],
+        saved["base"],
+        val_limit=config.val_limit,
+        eval_batch_size=config.eval_batch_size,
+        progress=False,
+        clients=[],
+        num_clients=len(summaries),
+    )
     return with_summaries(task, list(summaries.values()))
 
 
-def run_federation(grid: Grid, settings: DeploymentSettings,
-                   report: Callable[[str], None]) -> dict[str, Any]:
+def run_federation(
+    grid: Grid, settings: DeploymentSettings, report: Callable[[str], None]
+) -> dict[str, Any]:
     """Discover the nodes, set them up and run the federation into ``settings.out``.
 
     Returns:
@@ -433,8 +544,9 @@ def run_federation(grid: Grid, settings: DeploymentSettings,
     nodes.discover(settings.connect_timeout)
     nodes.setup(config, saved["base"])
     task = server_task(saved, config, nodes.summaries)
-    federation = DeployedFederation(config, task, run_dir, nodes=nodes, settings=settings,
-                                    report=report)
+    federation = DeployedFederation(
+        config, task, run_dir, nodes=nodes, settings=settings, report=report
+    )
     summary = federation.run(resume=settings.resume)
     result = {"engine": "flower", **federation.run_record(summary)}
     (run_dir.path / "flower_summary.json").write_text(json.dumps(result, indent=2) + "\n")

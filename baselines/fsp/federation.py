@@ -86,23 +86,36 @@ class LaterRoundsServer(FederatedServer):
     """
 
     def __init__(self, server: FederatedServer, *, offset: int) -> None:
-        super().__init__(server.strategy, server.channel, num_clients=server.num_clients,
-                         seed=server.seed)
+        super().__init__(
+            server.strategy, server.channel, num_clients=server.num_clients, seed=server.seed
+        )
         self.offset = offset
 
-    def receive(self, federated_round: int, client: int, broadcast: EncodedMessage,
-                reply: EncodedMessage, num_examples: int,
-                metrics: dict[str, float]) -> ClientUpdate:
+    def receive(
+        self,
+        federated_round: int,
+        client: int,
+        broadcast: EncodedMessage,
+        reply: EncodedMessage,
+        num_examples: int,
+        metrics: dict[str, float],
+    ) -> ClientUpdate:
         """:meth:`FederatedServer.receive`, logged in round ``offset + federated_round``."""
-        return super().receive(self.offset + federated_round, client, broadcast, reply,
-                               num_examples, metrics)
+        return super().receive(
+            self.offset + federated_round, client, broadcast, reply, num_examples, metrics
+        )
 
     def lost(self, federated_round: int, client: int, broadcast: EncodedMessage) -> None:
         """:meth:`FederatedServer.lost`, logged in round ``offset + federated_round``."""
         super().lost(self.offset + federated_round, client, broadcast)
 
-    def round_row(self, federated_round: int, clients: list[int],
-                  results: Sequence[ClientUpdate], log_start: int) -> dict[str, Any]:
+    def round_row(
+        self,
+        federated_round: int,
+        clients: list[int],
+        results: Sequence[ClientUpdate],
+        log_start: int,
+    ) -> dict[str, Any]:
         """The round's metrics row, with its ``log_round``."""
         row = super().round_row(federated_round, clients, results, log_start)
         row["log_round"] = self.offset + federated_round
@@ -124,17 +137,32 @@ class PretrainedFederation(FederatedSimulation):
             could not be trained), or the configuration does not fit the task.
     """
 
-    def __init__(self, config: TrainConfig, task: FederatedTask, run_dir: RunDirectory, *,
-                 pretraining_task: FederatedTask, progress: bool = True) -> None:
+    def __init__(
+        self,
+        config: TrainConfig,
+        task: FederatedTask,
+        run_dir: RunDirectory,
+        *,
+        pretraining_task: FederatedTask,
+        progress: bool = True,
+    ) -> None:
         phase_config = pretraining_config(config)
-        declared = {**declaration(phase_config, config), "added_tokens":
-                    pretraining_task.info["added_tokens"]}
-        super().__init__(config, dataclasses.replace(task, info={**task.info,
-                                                                 "pretraining": declared}),
-                         run_dir, progress=progress)
+        declared = {
+            **declaration(phase_config, config),
+            "added_tokens": pretraining_task.info["added_tokens"],
+        }
+        super().__init__(
+            config,
+            dataclasses.replace(task, info={**task.info, "pretraining": declared}),
+            run_dir,
+            progress=progress,
+        )
         self.pretraining = FederatedSimulation(
-            phase_config, pretraining_task, RunDirectory(run_dir.path / PRETRAINING_DIR),
-            progress=progress)
+            phase_config,
+            pretraining_task,
+            RunDirectory(run_dir.path / PRETRAINING_DIR),
+            progress=progress,
+        )
         if EMBEDDING not in self.pretraining.parameters.names:
             raise ValueError(
                 f"--fsp-rounds needs a method that trains and sends the token embedding "
@@ -156,8 +184,11 @@ class PretrainedFederation(FederatedSimulation):
         self.pretraining_summary = self.pretraining.run(resume=resume)
         if not (resume and self.run_dir.has_state()):
             weights = get_values(self.pretraining.model, self.pretraining.parameters)
-            set_values(self.model, self.parameters,
-                       without_denoising_rows(weights, dict(self.parameters.shapes)))
+            set_values(
+                self.model,
+                self.parameters,
+                without_denoising_rows(weights, dict(self.parameters.shapes)),
+            )
             self.channel.log = CommunicationLog(self.pretraining.channel.log.records)
         return super().run(resume=resume)
 
@@ -170,8 +201,11 @@ class PretrainedFederation(FederatedSimulation):
             record["bytes_per_message"] = later[0].amount_of_bytes
         phase = self.pretraining_summary
         if phase is not None:
-            record["pretraining"] = {"rounds": phase.rounds, "total_bytes": phase.total_bytes,
-                                     "wall_seconds": round(phase.timing["wall"], 2)}
+            record["pretraining"] = {
+                "rounds": phase.rounds,
+                "total_bytes": phase.total_bytes,
+                "wall_seconds": round(phase.timing["wall"], 2),
+            }
             record["total_wall_seconds"] = round(phase.timing["wall"] + summary.timing["wall"], 2)
         return record
 
@@ -198,9 +232,15 @@ def declaration(phase: TrainConfig, config: TrainConfig) -> dict[str, Any]:
     }
 
 
-def build_federation(config: TrainConfig, task: FederatedTask, run_dir: RunDirectory, *,
-                     data_dir: str | Path, base: str | Path,
-                     progress: bool = True) -> FederatedSimulation:
+def build_federation(
+    config: TrainConfig,
+    task: FederatedTask,
+    run_dir: RunDirectory,
+    *,
+    data_dir: str | Path,
+    base: str | Path,
+    progress: bool = True,
+) -> FederatedSimulation:
     """The run's federation: with a pre-training phase when ``fsp_rounds`` > 0.
 
     Args:
@@ -218,7 +258,12 @@ def build_federation(config: TrainConfig, task: FederatedTask, run_dir: RunDirec
     if not phase.rounds:
         return FederatedSimulation(config, task, run_dir, progress=progress)
     pretraining_task = build_pretraining_task(
-        data_dir, base, objectives=phase.objectives, seed=config.seed,
-        info={"data_dir": str(Path(data_dir).resolve()), "base": str(base)})
-    return PretrainedFederation(config, task, run_dir, pretraining_task=pretraining_task,
-                                progress=progress)
+        data_dir,
+        base,
+        objectives=phase.objectives,
+        seed=config.seed,
+        info={"data_dir": str(Path(data_dir).resolve()), "base": str(base)},
+    )
+    return PretrainedFederation(
+        config, task, run_dir, pretraining_task=pretraining_task, progress=progress
+    )

@@ -31,9 +31,14 @@ from baselines.fsp.vocabulary import (
 )
 
 
-def build_pretraining_task(data_dir: str | Path, base: str | Path, *,
-                           objectives: Sequence[str], seed: int,
-                           info: dict[str, Any] | None = None) -> FederatedTask:
+def build_pretraining_task(
+    data_dir: str | Path,
+    base: str | Path,
+    *,
+    objectives: Sequence[str],
+    seed: int,
+    info: dict[str, Any] | None = None,
+) -> FederatedTask:
     """The denoising federation of a data directory's clients.
 
     Args:
@@ -65,8 +70,10 @@ def build_pretraining_task(data_dir: str | Path, base: str | Path, *,
     processor = load_processor(checkpoint)
     rows = VT5Config.from_pretrained(str(checkpoint)).t5_config.vocab_size
     vocabulary = DenoisingVocabulary(first_id=rows)
-    pages = [distinct_pages(load_split(data_dir, "train", client))
-             for client in range(count_clients(data_dir))]
+    pages = [
+        distinct_pages(load_split(data_dir, "train", client))
+        for client in range(count_clients(data_dir))
+    ]
     for client, client_pages in enumerate(pages):
         if len(client_pages) == 0:
             raise ValueError(f"client {client} of {data_dir} has no page to pre-train on")
@@ -86,8 +93,7 @@ def build_pretraining_task(data_dir: str | Path, base: str | Path, *,
         client_data=pages,
         evaluate=None,
         save_model=save_model,
-        info={**(info or {}), "pages": [len(p) for p in pages],
-              "added_tokens": vocabulary.size},
+        info={**(info or {}), "pages": [len(p) for p in pages], "added_tokens": vocabulary.size},
         length_column="n_words",
         prefetch=False,  # the collate draws its masking from torch's generator, as dropout does
     )
@@ -102,8 +108,9 @@ class DenoisingCollate:
         objectives: the objectives to draw from, uniformly per page.
     """
 
-    def __init__(self, processor: Any, vocabulary: DenoisingVocabulary,
-                 objectives: tuple[str, ...]) -> None:
+    def __init__(
+        self, processor: Any, vocabulary: DenoisingVocabulary, objectives: tuple[str, ...]
+    ) -> None:
         self.processor = processor
         self.encoder = DenoisingEncoder(processor, vocabulary)
         self.objectives = objectives

@@ -96,8 +96,12 @@ class CLGECLOptions:
             raise ValueError(f"--clgecl-alpha must be >= 0 (0 is DP-FedAvg), got {self.alpha}")
 
 
-def dual_step(dual: Mapping[str, torch.Tensor], proposal: Mapping[str, torch.Tensor],
-              received: Mapping[str, torch.Tensor], alpha: float) -> dict[str, torch.Tensor]:
+def dual_step(
+    dual: Mapping[str, torch.Tensor],
+    proposal: Mapping[str, torch.Tensor],
+    received: Mapping[str, torch.Tensor],
+    alpha: float,
+) -> dict[str, torch.Tensor]:
     """``lambda + alpha (z' - proposal)``, per tensor.
 
     Args:
@@ -109,13 +113,20 @@ def dual_step(dual: Mapping[str, torch.Tensor], proposal: Mapping[str, torch.Ten
     Returns:
         The new dual variable.
     """
-    return {name: dual.get(name, torch.zeros_like(received[name]))
-            + alpha * (received[name] - proposal[name]) for name in proposal}
+    return {
+        name: dual.get(name, torch.zeros_like(received[name]))
+        + alpha * (received[name] - proposal[name])
+        for name in proposal
+    }
 
 
-def augmented_loss(loss: torch.Tensor, live: Mapping[str, torch.Tensor],
-                   start: Mapping[str, torch.Tensor], dual: Mapping[str, torch.Tensor],
-                   alpha: float) -> torch.Tensor:
+def augmented_loss(
+    loss: torch.Tensor,
+    live: Mapping[str, torch.Tensor],
+    start: Mapping[str, torch.Tensor],
+    dual: Mapping[str, torch.Tensor],
+    alpha: float,
+) -> torch.Tensor:
     """``loss - <lambda, w - z> + (alpha / 2) ||w - z||^2`` over the communicated parameters.
 
     The linear term is centred at the round's global model ``z``: its gradient is CLGECL's
@@ -161,16 +172,34 @@ class DPCLGECL(DPFedAvg):
     #: momentum SGD locally, as the runner-up found best under DP.
     presets: ClassVar[dict[str, dict[str, Any]]] = {
         "dp-clgecl": {
-            "method": "dp-clgecl", "strategy": "fedavg", "optimizer": "sgd", "wire": "fp32",
-            "rounds": 5, "clients_per_round": 2, "local_epochs": 1, "lr": 0.05,
-            "momentum": 0.9, "weighted": False, "delta": 1e-5, "clipping_norm": 0.5,
-            "provider_sampling": "poisson", "privacy_analysis": "competition",
-            "server_lr": 0.05, "clgecl_alpha": 0.01,
+            "method": "dp-clgecl",
+            "strategy": "fedavg",
+            "optimizer": "sgd",
+            "wire": "fp32",
+            "rounds": 5,
+            "clients_per_round": 2,
+            "local_epochs": 1,
+            "lr": 0.05,
+            "momentum": 0.9,
+            "weighted": False,
+            "delta": 1e-5,
+            "clipping_norm": 0.5,
+            "provider_sampling": "poisson",
+            "privacy_analysis": "competition",
+            "server_lr": 0.05,
+            "clgecl_alpha": 0.01,
         },
     }
 
-    def __init__(self, inner: Method, options: PrivacyOptions, *, rounds: int,
-                 clients_per_round: int, alpha: float = 0.01) -> None:
+    def __init__(
+        self,
+        inner: Method,
+        options: PrivacyOptions,
+        *,
+        rounds: int,
+        clients_per_round: int,
+        alpha: float = 0.01,
+    ) -> None:
         super().__init__(inner, options, rounds=rounds, clients_per_round=clients_per_round)
         self.alpha = CLGECLOptions(alpha=alpha).alpha
 
@@ -188,8 +217,9 @@ class DPCLGECL(DPFedAvg):
             dual = dual_step(_entries(job.state, DUAL), proposal, job.start_weights, self.alpha)
             job.state.update({DUAL + name: value for name, value in dual.items()})
         update = super().compute_update(job)
-        job.state.update({PROPOSAL + name: job.start_weights[name] + update.delta[name]
-                          for name in update.delta})
+        job.state.update(
+            {PROPOSAL + name: job.start_weights[name] + update.delta[name] for name in update.delta}
+        )
         return update
 
     def local_loss(self, job: ClientJob, batch: Mapping[str, Any], outputs: Any) -> torch.Tensor:
@@ -215,12 +245,15 @@ class DPCLGECLLoRA(DPCLGECL):
     #: the ``dp-lora`` shape (30 rounds, rank 6 on q and v) with momentum SGD.
     presets: ClassVar[dict[str, dict[str, Any]]] = {
         "dp-clgecl-lora": {
-            **DPCLGECL.presets["dp-clgecl"], "method": "dp-clgecl-lora", "rounds": 30,
-            "lr": 0.5, "lora_rank": 6,
+            **DPCLGECL.presets["dp-clgecl"],
+            "method": "dp-clgecl-lora",
+            "rounds": 30,
+            "lr": 0.5,
+            "lora_rank": 6,
         },
     }
 
 
 def _entries(state: Mapping[str, torch.Tensor], prefix: str) -> dict[str, torch.Tensor]:
     """The entries of a client's state under ``prefix``, by the rest of their names."""
-    return {name[len(prefix):]: value for name, value in state.items() if name.startswith(prefix)}
+    return {name[len(prefix) :]: value for name, value in state.items() if name.startswith(prefix)}

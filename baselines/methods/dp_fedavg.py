@@ -149,8 +149,9 @@ class DPFedAvg(Method):
         )
         return {provider: groups[provider] for provider in sampled}
 
-    def clipped_sum(self, job: ClientJob, sampled: Mapping[str, list[int]]
-                    ) -> tuple[dict[str, torch.Tensor], list[float], int, list[float]]:
+    def clipped_sum(
+        self, job: ClientJob, sampled: Mapping[str, list[int]]
+    ) -> tuple[dict[str, torch.Tensor], list[float], int, list[float]]:
         """Per sampled provider: reset, train on its rows only; the sum of the clipped updates.
 
         ``provider_path`` ``streamed`` clips and adds each update as soon as it is trained, in
@@ -248,8 +249,9 @@ class DPLoRA(DPFedAvg):
     option_classes = (*LoRA.option_classes, PrivacyOptions)
 
 
-def noise_to_signal(total: Mapping[str, torch.Tensor], norms: list[float],
-                    plan: PrivacyPlan) -> dict[str, float]:
+def noise_to_signal(
+    total: Mapping[str, torch.Tensor], norms: list[float], plan: PrivacyPlan
+) -> dict[str, float]:
     """Diagnostics of one client update: what the clipping kept and how the noise compares.
 
     ``dp_clipped_sum_norm`` is ``||sum of clipped updates||`` before noise; ``dp_noise_norm`` the
@@ -261,19 +263,20 @@ def noise_to_signal(total: Mapping[str, torch.Tensor], norms: list[float],
     (:meth:`baselines.engine.client.ClientReply.for_the_wire`).
     """
     values = sum(t.numel() for t in total.values())
-    summed = math.sqrt(sum(float(torch.linalg.vector_norm(t, dtype=torch.float64)) ** 2
-                           for t in total.values()))
+    summed = math.sqrt(
+        sum(float(torch.linalg.vector_norm(t, dtype=torch.float64)) ** 2 for t in total.values())
+    )
     return {
         "dp_update_norm_median": float(np.median(norms)) if norms else math.nan,
-        "dp_clipped_share": (float(np.mean([n > plan.clipping_norm for n in norms]))
-                          if norms else math.nan),
+        "dp_clipped_share": (
+            float(np.mean([n > plan.clipping_norm for n in norms])) if norms else math.nan
+        ),
         "dp_clipped_sum_norm": summed,
         "dp_noise_norm": plan.noise_multiplier * plan.clipping_norm * math.sqrt(values),
     }
 
 
-def _generator(seed: int, stream: int,
-               device: torch.device | str = "cpu") -> torch.Generator:
+def _generator(seed: int, stream: int, device: torch.device | str = "cpu") -> torch.Generator:
     """An independent torch generator per (client seed, purpose), on the device that draws.
 
     The seed derives from the run's recorded seed, the round and the client

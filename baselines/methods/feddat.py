@@ -93,8 +93,13 @@ class FedDATOptions:
             raise ValueError(f"--feddat-kl-mix must be in [0, 1], got {self.kl_mix}")
 
 
-def distillation_kl(student_logits: torch.Tensor, teacher_logits: torch.Tensor,
-                    mask: torch.Tensor, *, temperature: float) -> torch.Tensor:
+def distillation_kl(
+    student_logits: torch.Tensor,
+    teacher_logits: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    temperature: float,
+) -> torch.Tensor:
     """``T^2 KL(softmax(t / T) || softmax(s / T))`` averaged over the masked positions.
 
     Args:
@@ -110,14 +115,16 @@ def distillation_kl(student_logits: torch.Tensor, teacher_logits: torch.Tensor,
     teacher = teacher_logits[mask].float() / temperature
     if student.shape[0] == 0:
         return student.sum() * 0.0
-    kl = F.kl_div(F.log_softmax(student, dim=-1), F.softmax(teacher, dim=-1),
-                  reduction="batchmean")
+    kl = F.kl_div(F.log_softmax(student, dim=-1), F.softmax(teacher, dim=-1), reduction="batchmean")
     return kl * temperature**2
 
 
-def dual_adapter_delta(local: tuple[torch.Tensor, torch.Tensor],
-                       global_: tuple[torch.Tensor, torch.Tensor], *,
-                       scaling: float) -> torch.Tensor:
+def dual_adapter_delta(
+    local: tuple[torch.Tensor, torch.Tensor],
+    global_: tuple[torch.Tensor, torch.Tensor],
+    *,
+    scaling: float,
+) -> torch.Tensor:
     """The DAT's change to a layer's weight: ``0.5 * scaling * (B_l A_l + B_g A_g)``.
 
     Args:
@@ -135,9 +142,11 @@ def dual_adapter_delta(local: tuple[torch.Tensor, torch.Tensor],
 def _adapter_names(model: nn.Module, adapter: str, prefix: str) -> dict[str, nn.Parameter]:
     """Stripped name -> parameter of one adapter's LoRA matrices."""
     marks = (f".lora_A.{adapter}.", f".lora_B.{adapter}.")
-    return {name.removeprefix(prefix): parameter
-            for name, parameter in model.named_parameters()
-            if any(mark in name for mark in marks)}
+    return {
+        name.removeprefix(prefix): parameter
+        for name, parameter in model.named_parameters()
+        if any(mark in name for mark in marks)
+    }
 
 
 def _rename(name: str, source: str, target: str) -> str:
@@ -158,12 +167,24 @@ class FedDAT(LoRA):
     option_classes = (*LoRA.option_classes, FineTuneOptions, FedDATOptions)
     #: the ``lora`` recipe (rank 2 on q, k, v, o, wi, wo, lr 3e-3) over FedAvg's 10 rounds.
     presets: ClassVar[dict[str, dict[str, Any]]] = {
-        "feddat": {"extends": "lora", "method": "feddat", "rounds": 10, "finetune_epochs": 1,
-                   "feddat_temperature": 3.0, "feddat_kl_mix": 0.5},
+        "feddat": {
+            "extends": "lora",
+            "method": "feddat",
+            "rounds": 10,
+            "finetune_epochs": 1,
+            "feddat_temperature": 3.0,
+            "feddat_kl_mix": 0.5,
+        },
     }
 
-    def __init__(self, lora: LoRAOptions | None = None, *, epochs: int = 1,
-                 temperature: float = 3.0, kl_mix: float = 0.5) -> None:
+    def __init__(
+        self,
+        lora: LoRAOptions | None = None,
+        *,
+        epochs: int = 1,
+        temperature: float = 3.0,
+        kl_mix: float = 0.5,
+    ) -> None:
         super().__init__(**dataclasses.asdict(lora or LoRAOptions()))
         self.epochs = FineTuneOptions(epochs=epochs).epochs
         options = FedDATOptions(temperature=temperature, kl_mix=kl_mix)
@@ -174,9 +195,12 @@ class FedDAT(LoRA):
     def from_options(cls, options: Mapping[str, Any], *, run: RunShape) -> FedDAT:
         """LoRA options, personalisation epochs, temperature and KL weight from the options."""
         own = build_options(FedDATOptions, options)
-        return cls(build_options(LoRAOptions, options),
-                   epochs=build_options(FineTuneOptions, options).epochs,
-                   temperature=own.temperature, kl_mix=own.kl_mix)
+        return cls(
+            build_options(LoRAOptions, options),
+            epochs=build_options(FineTuneOptions, options).epochs,
+            temperature=own.temperature,
+            kl_mix=own.kl_mix,
+        )
 
     def prepare(self, model: nn.Module, *, seed: int) -> nn.Module:
         """The ``lora`` model plus the local and global adapters (half scaling, frozen)."""
@@ -184,9 +208,13 @@ class FedDAT(LoRA):
 
         peft_model = super().prepare(model, seed=seed)
         trained = [p for p in peft_model.parameters() if p.requires_grad]
-        config = LoraConfig(r=self.rank, lora_alpha=DAT_WEIGHT * self.alpha,
-                            lora_dropout=self.dropout, target_modules=self._pattern(self.targets),
-                            bias="none")
+        config = LoraConfig(
+            r=self.rank,
+            lora_alpha=DAT_WEIGHT * self.alpha,
+            lora_dropout=self.dropout,
+            target_modules=self._pattern(self.targets),
+            bias="none",
+        )
         with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             torch.manual_seed(seed + 1)
@@ -195,8 +223,9 @@ class FedDAT(LoRA):
         self._activate(peft_model, [SHARED], trained)
         return peft_model
 
-    def _activate(self, model: nn.Module, adapters: list[str],
-                  trainable: list[nn.Parameter]) -> None:
+    def _activate(
+        self, model: nn.Module, adapters: list[str], trainable: list[nn.Parameter]
+    ) -> None:
         """Make ``adapters`` the active ones and exactly ``trainable`` require gradients."""
         model.base_model.set_adapter(adapters, inference_mode=True)
         for parameter in model.parameters():
@@ -213,7 +242,8 @@ class FedDAT(LoRA):
             for name, value in shared.items():
                 global_[_rename(name, SHARED, GLOBAL)].copy_(value)
                 local[_rename(name, SHARED, LOCAL)].copy_(
-                    job.state.get(_rename(name, SHARED, LOCAL), value))
+                    job.state.get(_rename(name, SHARED, LOCAL), value)
+                )
 
     @contextmanager
     def _local_training(self, job: ClientJob) -> Iterator[None]:
@@ -248,9 +278,11 @@ class FedDAT(LoRA):
             self._activate(job.model, [SHARED], [*communicated, *local])
         w, t = self.kl_mix, self.temperature
         shared_loss = (1 - w) * outputs.loss + w * distillation_kl(
-            outputs.logits, dat.logits.detach(), mask, temperature=t)
+            outputs.logits, dat.logits.detach(), mask, temperature=t
+        )
         local_loss = (1 - w) * dat.loss + w * distillation_kl(
-            dat.logits, outputs.logits.detach(), mask, temperature=t)
+            dat.logits, outputs.logits.detach(), mask, temperature=t
+        )
         return shared_loss + local_loss
 
     def personalises(self) -> bool:
@@ -280,5 +312,9 @@ class FedDAT(LoRA):
 
     def describe(self) -> dict[str, Any]:
         """LoRA options, personalisation epochs, temperature and KL weight."""
-        return {**super().describe(), "finetune_epochs": self.epochs,
-                "temperature": self.temperature, "kl_mix": self.kl_mix}
+        return {
+            **super().describe(),
+            "finetune_epochs": self.epochs,
+            "temperature": self.temperature,
+            "kl_mix": self.kl_mix,
+        }

@@ -110,8 +110,9 @@ def pairwise_preference_loss(teacher: torch.Tensor, student: torch.Tensor) -> to
     return (preference_matrix(teacher) - preference_matrix(student)).abs().sum(dim=(-2, -1))
 
 
-def forgotten_knowledge_distribution(teacher_logits: torch.Tensor,
-                                     student_logits: torch.Tensor) -> torch.Tensor:
+def forgotten_knowledge_distribution(
+    teacher_logits: torch.Tensor, student_logits: torch.Tensor
+) -> torch.Tensor:
     """``r = softmax(log p_T - log(H_T / H_S) * log p_S)`` over the last axis (Eqs. 8.12-8.13).
 
     Args:
@@ -129,8 +130,13 @@ def forgotten_knowledge_distribution(teacher_logits: torch.Tensor,
     return torch.softmax(log_teacher - gain.unsqueeze(-1) * log_student, dim=-1)
 
 
-def fedp3_term(teacher_logits: torch.Tensor, student_logits: torch.Tensor,
-               mask: torch.Tensor, *, candidates: int) -> torch.Tensor:
+def fedp3_term(
+    teacher_logits: torch.Tensor,
+    student_logits: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    candidates: int,
+) -> torch.Tensor:
     """``L_p3`` over the top candidates of the filter, averaged over the masked positions.
 
     Args:
@@ -167,12 +173,23 @@ class FedP3(LocalFineTuning):
     name = "fedp3"
     option_classes = (*LocalFineTuning.option_classes, FedP3Options)
     presets: ClassVar[dict[str, dict[str, Any]]] = {
-        "fedp3": {"extends": "fedavg", "method": "fedp3", "finetune_epochs": 1,
-                  "fedp3_lambda": 0.1, "fedp3_candidates": 10},
+        "fedp3": {
+            "extends": "fedavg",
+            "method": "fedp3",
+            "finetune_epochs": 1,
+            "fedp3_lambda": 0.1,
+            "fedp3_candidates": 10,
+        },
     }
 
-    def __init__(self, frozen: tuple[str, ...] = (VISUAL_ENCODER,), *, epochs: int = 1,
-                 lambda_: float = 1.0, candidates: int = 10) -> None:
+    def __init__(
+        self,
+        frozen: tuple[str, ...] = (VISUAL_ENCODER,),
+        *,
+        epochs: int = 1,
+        lambda_: float = 1.0,
+        candidates: int = 10,
+    ) -> None:
         super().__init__(frozen, epochs=epochs)
         options = FedP3Options(lambda_=lambda_, candidates=candidates)
         self.lambda_ = options.lambda_
@@ -184,9 +201,12 @@ class FedP3(LocalFineTuning):
     def from_options(cls, options: Mapping[str, Any], *, run: RunShape) -> FedP3:
         """Frozen prefixes, final epochs, lambda and candidates from the options."""
         own = build_options(FedP3Options, options)
-        return cls(build_options(FullFineTuningOptions, options).frozen,
-                   epochs=build_options(FineTuneOptions, options).epochs,
-                   lambda_=own.lambda_, candidates=own.candidates)
+        return cls(
+            build_options(FullFineTuningOptions, options).frozen,
+            epochs=build_options(FineTuneOptions, options).epochs,
+            lambda_=own.lambda_,
+            candidates=own.candidates,
+        )
 
     def teacher(self, job: ClientJob) -> nn.Module:
         """The frozen global model of the job's round (one copy, reloaded per job)."""
@@ -203,8 +223,9 @@ class FedP3(LocalFineTuning):
             return outputs.loss
         with torch.no_grad():
             teacher_logits = self.teacher(job)(**batch).logits
-        term = fedp3_term(teacher_logits, outputs.logits, batch["labels"] != -100,
-                          candidates=self.candidates)
+        term = fedp3_term(
+            teacher_logits, outputs.logits, batch["labels"] != -100, candidates=self.candidates
+        )
         return outputs.loss + self.lambda_ * term
 
     def describe(self) -> dict[str, Any]:

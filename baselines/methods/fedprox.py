@@ -67,8 +67,10 @@ class FedProx(FullFineTuning):
     @classmethod
     def from_options(cls, options: Mapping[str, Any], *, run: RunShape) -> FedProx:
         """Frozen prefixes and mu from the options."""
-        return cls(build_options(FullFineTuningOptions, options).frozen,
-                   mu=build_options(FedProxOptions, options).mu)
+        return cls(
+            build_options(FullFineTuningOptions, options).frozen,
+            mu=build_options(FedProxOptions, options).mu,
+        )
 
     def local_loss(self, job: ClientJob, batch: Mapping[str, Any], outputs: Any) -> torch.Tensor:
         """The model's loss plus ``(mu / 2) ||w - w^t||^2`` over the communicated parameters."""

@@ -56,8 +56,14 @@ class FineTuneOptions:
 
 
 _FEDAVG_SHAPE: dict[str, Any] = {
-    "method": "finetune", "strategy": "fedavg", "optimizer": "adamw", "clients_per_round": 2,
-    "local_epochs": 1, "lr": 2e-4, "weight_decay": OFFICIAL_WEIGHT_DECAY, "wire": "fp32",
+    "method": "finetune",
+    "strategy": "fedavg",
+    "optimizer": "adamw",
+    "clients_per_round": 2,
+    "local_epochs": 1,
+    "lr": 2e-4,
+    "weight_decay": OFFICIAL_WEIGHT_DECAY,
+    "wire": "fp32",
 }
 
 
@@ -87,8 +93,10 @@ class LocalFineTuning(FullFineTuning):
     @classmethod
     def from_options(cls, options: Mapping[str, Any], *, run: RunShape) -> LocalFineTuning:
         """Frozen prefixes and fine-tuning epochs from the options."""
-        return cls(build_options(FullFineTuningOptions, options).frozen,
-                   epochs=build_options(FineTuneOptions, options).epochs)
+        return cls(
+            build_options(FullFineTuningOptions, options).frozen,
+            epochs=build_options(FineTuneOptions, options).epochs,
+        )
 
     def personalises(self) -> bool:
         """Fine-tune every client, unless the epochs are 0."""

@@ -72,8 +72,9 @@ class PFedCROptions:
             raise ValueError(f"--pfedcr-attention-epochs must be >= 0, got {self.attention_epochs}")
 
 
-def average_parameters(local: Mapping[str, torch.Tensor], global_: Mapping[str, torch.Tensor],
-                       *, mix: float) -> dict[str, torch.Tensor]:
+def average_parameters(
+    local: Mapping[str, torch.Tensor], global_: Mapping[str, torch.Tensor], *, mix: float
+) -> dict[str, torch.Tensor]:
     """pFedCR's parameter averaging: ``mix * local + (1 - mix) * global`` for every tensor.
 
     Args:
@@ -90,7 +91,9 @@ def average_parameters(local: Mapping[str, torch.Tensor], global_: Mapping[str, 
     if not 0.0 <= mix <= 1.0:
         raise ValueError(f"mix must be in [0, 1], got {mix}")
     if set(local) != set(global_):
-        raise ValueError(f"local and global tensors differ: {sorted(set(local) ^ set(global_))[:3]}")
+        raise ValueError(
+            f"local and global tensors differ: {sorted(set(local) ^ set(global_))[:3]}"
+        )
     return {name: mix * local[name] + (1.0 - mix) * global_[name] for name in local}
 
 
@@ -115,8 +118,10 @@ def only_attention_trainable(live: Mapping[str, nn.Parameter]) -> Iterator[int]:
     frozen = [p for name, p in live.items() if not is_attention(name) and p.requires_grad]
     trainable = sum(1 for name in live if is_attention(name))
     if not trainable:
-        raise ValueError("pFedCR found no attention layer (SelfAttention, EncDecAttention) "
-                         "among the trained parameters; do not freeze them")
+        raise ValueError(
+            "pFedCR found no attention layer (SelfAttention, EncDecAttention) "
+            "among the trained parameters; do not freeze them"
+        )
     for parameter in frozen:
         parameter.requires_grad_(False)
     try:
@@ -139,12 +144,23 @@ class PFedCR(LocalFineTuning):
     name = "pfedcr"
     option_classes = (*LocalFineTuning.option_classes, PFedCROptions)
     presets: ClassVar[dict[str, dict[str, Any]]] = {
-        "pfedcr": {"extends": "fedavg", "method": "pfedcr", "finetune_epochs": 1,
-                   "pfedcr_mix": 0.5, "pfedcr_attention_epochs": 1},
+        "pfedcr": {
+            "extends": "fedavg",
+            "method": "pfedcr",
+            "finetune_epochs": 1,
+            "pfedcr_mix": 0.5,
+            "pfedcr_attention_epochs": 1,
+        },
     }
 
-    def __init__(self, frozen: tuple[str, ...] = (VISUAL_ENCODER,), *, epochs: int = 1,
-                 mix: float = 0.5, attention_epochs: int = 1) -> None:
+    def __init__(
+        self,
+        frozen: tuple[str, ...] = (VISUAL_ENCODER,),
+        *,
+        epochs: int = 1,
+        mix: float = 0.5,
+        attention_epochs: int = 1,
+    ) -> None:
         super().__init__(frozen, epochs=epochs)
         options = PFedCROptions(mix=mix, attention_epochs=attention_epochs)
         self.mix = options.mix
@@ -154,9 +170,12 @@ class PFedCR(LocalFineTuning):
     def from_options(cls, options: Mapping[str, Any], *, run: RunShape) -> PFedCR:
         """Frozen prefixes, fine-tuning epochs, mix and attention epochs from the options."""
         own = build_options(PFedCROptions, options)
-        return cls(build_options(FullFineTuningOptions, options).frozen,
-                   epochs=build_options(FineTuneOptions, options).epochs,
-                   mix=own.mix, attention_epochs=own.attention_epochs)
+        return cls(
+            build_options(FullFineTuningOptions, options).frozen,
+            epochs=build_options(FineTuneOptions, options).epochs,
+            mix=own.mix,
+            attention_epochs=own.attention_epochs,
+        )
 
     def personalises(self) -> bool:
         """Stage 2 runs unless both of its training steps are switched off."""
@@ -167,8 +186,9 @@ class PFedCR(LocalFineTuning):
         job.reset()
         if self.epochs > 0:
             job.train(epochs=self.epochs)
-        averaged = average_parameters(get_values(job.model, job.parameters), job.start_weights,
-                                      mix=self.mix)
+        averaged = average_parameters(
+            get_values(job.model, job.parameters), job.start_weights, mix=self.mix
+        )
         set_values(job.model, job.parameters, averaged)
         if self.attention_epochs > 0:
             with only_attention_trainable(parameter_map(job.model, job.parameters)):

@@ -37,8 +37,9 @@ class LocalOptimizerOptions:
     """
 
     max_grad_value: float | None = None
-    persist_state: bool = option(False, key="persist_optimizer_state",
-                                 flag="--persist-optimizer-state")
+    persist_state: bool = option(
+        False, key="persist_optimizer_state", flag="--persist-optimizer-state"
+    )
 
     def __post_init__(self) -> None:
         if self.max_grad_value is not None and not self.max_grad_value > 0:
@@ -72,8 +73,10 @@ class Optimizer(ABC):
         Returns:
             The optimiser factory.
         """
-        return cls(build_options(cls.option_classes[0], values),
-                   build_options(LocalOptimizerOptions, values))
+        return cls(
+            build_options(cls.option_classes[0], values),
+            build_options(LocalOptimizerOptions, values),
+        )
 
     @property
     def lr(self) -> float:

@@ -44,6 +44,17 @@ def parents_first() -> list[type[Strategy]]:
     return sorted(STRATEGIES.values(), key=lambda cls: len(cls.__mro__))
 
 
-__all__ = ["STRATEGIES", "FedAdam", "FedAvg", "FedAvgM", "FedAvgMOptions", "FedOpt",
-           "FedOptOptions", "FedYogi", "Strategy", "StrategyOptions", "get_strategy",
-           "parents_first"]
+__all__ = [
+    "STRATEGIES",
+    "FedAdam",
+    "FedAvg",
+    "FedAvgM",
+    "FedAvgMOptions",
+    "FedOpt",
+    "FedOptOptions",
+    "FedYogi",
+    "Strategy",
+    "StrategyOptions",
+    "get_strategy",
+    "parents_first",
+]

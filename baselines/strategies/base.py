@@ -164,5 +164,5 @@ def pack_state(**groups: Mapping[str, torch.Tensor] | None) -> dict[str, torch.T
 def unpack_state(state: Mapping[str, torch.Tensor], group: str) -> dict[str, torch.Tensor] | None:
     """The tensors of one group of :func:`pack_state`, or ``None`` when the group is empty."""
     prefix = f"{group}/"
-    found = {key[len(prefix):]: value for key, value in state.items() if key.startswith(prefix)}
+    found = {key[len(prefix) :]: value for key, value in state.items() if key.startswith(prefix)}
     return found or None

@@ -24,8 +24,10 @@ FLOWER_BIN = REPO / ".venv-flower" / "bin"
 def skip_without_flower() -> None:
     """Skip the calling test module when ``.venv-flower`` is missing."""
     if not (FLOWER_BIN / "flower-superlink").exists():
-        pytest.skip("Flower's environment .venv-flower is missing: run `make flower-setup`",
-                    allow_module_level=True)
+        pytest.skip(
+            "Flower's environment .venv-flower is missing: run `make flower-setup`",
+            allow_module_level=True,
+        )
 
 
 def global_weights(run: Path) -> dict[str, torch.Tensor]:
@@ -65,8 +67,9 @@ def assert_same_run(flower: Path, in_process: Path) -> None:
     if (in_process / "privacy.json").exists():
         assert (flower / "privacy.json").read_text() == (in_process / "privacy.json").read_text()
         assert all(key in row for row in expected for key in UNSENT_PRIVATE_METRICS)
-        expected = [{k: v for k, v in row.items() if k not in UNSENT_PRIVATE_METRICS}
-                    for row in expected]
+        expected = [
+            {k: v for k, v in row.items() if k not in UNSENT_PRIVATE_METRICS} for row in expected
+        ]
     assert without_times(flower / "metrics.jsonl") == expected, "metrics.jsonl"
     first, second = global_weights(in_process), global_weights(flower)
     assert first.keys() == second.keys()

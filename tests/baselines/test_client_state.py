@@ -23,8 +23,11 @@ class ClientMomentum(FullFineTuning):
         update = local_training_update(job)
         for name, delta in update.delta.items():
             job.state[name] = 0.5 * job.state.get(name, torch.zeros_like(delta)) + delta
-        return ClientUpdate({name: job.state[name].clone() for name in update.delta},
-                            update.num_examples, update.metrics)
+        return ClientUpdate(
+            {name: job.state[name].clone() for name in update.delta},
+            update.num_examples,
+            update.metrics,
+        )
 
     def personal_model(self, model, state):
         with torch.no_grad():
@@ -34,13 +37,24 @@ class ClientMomentum(FullFineTuning):
         return model
 
 
-CONFIG = TrainConfig(method="full", rounds=4, clients_per_round=2, batch_size=8, val_limit=0,
-                     options={"lr": 0.05, "frozen": ()})
+CONFIG = TrainConfig(
+    method="full",
+    rounds=4,
+    clients_per_round=2,
+    batch_size=8,
+    val_limit=0,
+    options={"lr": 0.05, "frozen": ()},
+)
 
 
 def _simulation(run: Path, rounds: int) -> FederatedSimulation:
-    return FederatedSimulation(CONFIG.replace(rounds=rounds), toy_task(), RunDirectory(run),
-                               progress=False, method=ClientMomentum(frozen=()))
+    return FederatedSimulation(
+        CONFIG.replace(rounds=rounds),
+        toy_task(),
+        RunDirectory(run),
+        progress=False,
+        method=ClientMomentum(frozen=()),
+    )
 
 
 def _final(simulation: FederatedSimulation, run: Path) -> dict[str, torch.Tensor]:
@@ -49,7 +63,9 @@ def _final(simulation: FederatedSimulation, run: Path) -> dict[str, torch.Tensor
     for client in range(3):
         personal = simulation.personal_model(client)
         state.update({f"{client}/{n}": p.detach().clone() for n, p in personal.named_parameters()})
-    state.update({f"ckpt/{k}": v for k, v in load_file(run / "checkpoint" / "model.safetensors").items()})
+    state.update(
+        {f"ckpt/{k}": v for k, v in load_file(run / "checkpoint" / "model.safetensors").items()}
+    )
     return state
 
 
@@ -68,8 +84,9 @@ def test_a_resumed_run_with_client_state_ends_bit_identical(tmp_path: Path) -> N
         assert all(torch.equal(tensors[n], resumed.client_states[client][n]) for n in tensors)
     a, b = _final(whole, tmp_path / "whole"), _final(resumed, tmp_path / "parts")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    assert ((tmp_path / "whole" / "communication_log.jsonl").read_text()
-            == (tmp_path / "parts" / "communication_log.jsonl").read_text())
+    assert (tmp_path / "whole" / "communication_log.jsonl").read_text() == (
+        tmp_path / "parts" / "communication_log.jsonl"
+    ).read_text()
 
 
 def test_the_state_matters_and_personal_models_differ_from_the_global_one(tmp_path: Path) -> None:

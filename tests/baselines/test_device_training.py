@@ -21,8 +21,21 @@ from safetensors.torch import load_file
 
 from baselines.cli import train
 
-SHORT = ("--rounds", "1", "--local-epochs", "1", "--clients-per-round", "1", "--val-limit", "0",
-         "--threads", "1", "--no-progress", "--batch-size", "4")
+SHORT = (
+    "--rounds",
+    "1",
+    "--local-epochs",
+    "1",
+    "--clients-per-round",
+    "1",
+    "--val-limit",
+    "0",
+    "--threads",
+    "1",
+    "--no-progress",
+    "--batch-size",
+    "4",
+)
 
 
 def _train(*args: str):
@@ -30,8 +43,18 @@ def _train(*args: str):
 
 
 def _run(preset: str, data: Path, base: Path, out: Path, *extra: str) -> Path:
-    result = _train("--preset", preset, "--data", str(data), "--out", str(out), "--base",
-                    str(base), *SHORT, *extra)
+    result = _train(
+        "--preset",
+        preset,
+        "--data",
+        str(data),
+        "--out",
+        str(out),
+        "--base",
+        str(base),
+        *SHORT,
+        *extra,
+    )
     assert result.exit_code == 0, result.output
     return out
 
@@ -39,17 +62,40 @@ def _run(preset: str, data: Path, base: Path, out: Path, *extra: str) -> Path:
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks a machine without CUDA")
 def test_cuda_without_a_gpu_is_a_usage_error_before_any_work(tiny_data, tiny_base, tmp_path):
     out = tmp_path / "run"
-    result = _train("--preset", "fedavg", "--data", str(tiny_data), "--out", str(out),
-                    "--base", str(tiny_base), "--device", "cuda", *SHORT)
+    result = _train(
+        "--preset",
+        "fedavg",
+        "--data",
+        str(tiny_data),
+        "--out",
+        str(out),
+        "--base",
+        str(tiny_base),
+        "--device",
+        "cuda",
+        *SHORT,
+    )
     assert result.exit_code == 2
     assert "Invalid value for --device: torch sees no CUDA GPU on this machine" in result.output
     assert "use --device cpu" in result.output
     assert not out.exists() or not any(out.iterdir())
-    for name, message in (("mps", "--device mps: only cpu and cuda devices are supported"),
-                          ("gpu0", "--device gpu0: not a device name; use auto, cpu, cuda or "
-                                   "cuda:N")):
-        result = _train("--preset", "fedavg", "--data", str(tiny_data), "--out", str(out),
-                        "--base", str(tiny_base), "--device", name, *SHORT)
+    for name, message in (
+        ("mps", "--device mps: only cpu and cuda devices are supported"),
+        ("gpu0", "--device gpu0: not a device name; use auto, cpu, cuda or cuda:N"),
+    ):
+        result = _train(
+            "--preset",
+            "fedavg",
+            "--data",
+            str(tiny_data),
+            "--out",
+            str(out),
+            "--base",
+            str(tiny_base),
+            "--device",
+            name,
+            *SHORT,
+        )
         assert result.exit_code == 1 and message in result.output, result.output
 
 
@@ -61,30 +107,61 @@ def test_auto_trains_on_the_cpu_records_it_and_resume_may_change_the_device(
     expected = "cuda" if torch.cuda.is_available() else "cpu"
     assert saved["device"] == expected and saved["config"]["device"] == "auto"
     assert saved["config"]["precision"] == "fp32"
-    result = _train("--preset", "fedavg", "--data", str(tiny_data), "--out", str(out),
-                    "--base", str(tiny_base), *SHORT[2:], "--rounds", "2", "--resume",
-                    "--device", "cpu")
+    result = _train(
+        "--preset",
+        "fedavg",
+        "--data",
+        str(tiny_data),
+        "--out",
+        str(out),
+        "--base",
+        str(tiny_base),
+        *SHORT[2:],
+        "--rounds",
+        "2",
+        "--resume",
+        "--device",
+        "cpu",
+    )
     assert result.exit_code == 0, result.output
     resumed = json.loads((out / "config.json").read_text())
     assert resumed["device"] == "cpu" and resumed["config"]["device"] == "cpu"
-    result = _train("--preset", "fedavg", "--data", str(tiny_data), "--out", str(out),
-                    "--base", str(tiny_base), *SHORT[2:], "--rounds", "2", "--resume",
-                    "--precision", "bf16")
+    result = _train(
+        "--preset",
+        "fedavg",
+        "--data",
+        str(tiny_data),
+        "--out",
+        str(out),
+        "--base",
+        str(tiny_base),
+        *SHORT[2:],
+        "--rounds",
+        "2",
+        "--resume",
+        "--precision",
+        "bf16",
+    )
     assert result.exit_code == 1 and "--resume cannot change precision" in result.output
 
 
-def test_bf16_and_the_8bit_adamw_train_on_the_cpu_with_the_same_wire(tiny_data, tiny_base,
-                                                                     tmp_path):
+def test_bf16_and_the_8bit_adamw_train_on_the_cpu_with_the_same_wire(
+    tiny_data, tiny_base, tmp_path
+):
     plain = _run("fedavg", tiny_data, tiny_base, tmp_path / "fp32")
-    runs = {"bf16": _run("fedavg", tiny_data, tiny_base, tmp_path / "bf16", "--precision", "bf16"),
-            "adamw8bit": _run("fedavg", tiny_data, tiny_base, tmp_path / "8bit",
-                              "--optimizer", "adamw8bit")}
+    runs = {
+        "bf16": _run("fedavg", tiny_data, tiny_base, tmp_path / "bf16", "--precision", "bf16"),
+        "adamw8bit": _run(
+            "fedavg", tiny_data, tiny_base, tmp_path / "8bit", "--optimizer", "adamw8bit"
+        ),
+    }
     base = load_file(str(tiny_base / "model.safetensors"))
     reference = load_file(str(plain / "checkpoint" / "model.safetensors"))
     reference_moved = max(float((reference[n] - base[n]).abs().max()) for n in base)
     for name, run in runs.items():
-        assert (run / "communication_log.csv").read_text() == \
-            (plain / "communication_log.csv").read_text(), name
+        assert (run / "communication_log.csv").read_text() == (
+            plain / "communication_log.csv"
+        ).read_text(), name
         trained = load_file(str(run / "checkpoint" / "model.safetensors"))
         assert trained.keys() == base.keys()
         assert all(bool(torch.isfinite(t).all()) for t in trained.values()), name
@@ -112,9 +189,13 @@ def test_the_8bit_adamw_keeps_8bit_moments():
 def test_gradient_checkpointing_gives_the_plain_loss_and_gradients(tiny_base):
     from benchmark.model import load_model
 
-    batch = {"input_ids": torch.randint(3, 200, (2, 24)), "boxes": torch.randint(0, 1000, (2, 24, 4)),
-             "attention_mask": torch.ones(2, 24, dtype=torch.long),
-             "pixel_values": torch.randn(2, 3, 32, 32), "labels": torch.randint(3, 200, (2, 5))}
+    batch = {
+        "input_ids": torch.randint(3, 200, (2, 24)),
+        "boxes": torch.randint(0, 1000, (2, 24, 4)),
+        "attention_mask": torch.ones(2, 24, dtype=torch.long),
+        "pixel_values": torch.randn(2, 3, 32, 32),
+        "labels": torch.randint(3, 200, (2, 5)),
+    }
     results = []
     for checkpointing in (False, True):
         model = load_model(tiny_base).train()
@@ -123,8 +204,9 @@ def test_gradient_checkpointing_gives_the_plain_loss_and_gradients(tiny_base):
         torch.manual_seed(3)  # dropout on: the recomputation replays the same masks
         loss = model(**batch).loss
         loss.backward()
-        results.append((loss.detach(), {n: p.grad for n, p in model.named_parameters()
-                                        if p.grad is not None}))
+        results.append(
+            (loss.detach(), {n: p.grad for n, p in model.named_parameters() if p.grad is not None})
+        )
     (plain, plain_grads), (checkpointed, grads) = results
     assert plain_grads.keys() == grads.keys() and len(grads) > 20
     torch.testing.assert_close(checkpointed, plain)

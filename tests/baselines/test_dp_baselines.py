@@ -33,9 +33,24 @@ def dp_runs(tmp_path_factory, tiny_data: Path, tiny_base: Path) -> dict[str, Pat
     runs = {}
     for preset in DP_PRESETS:
         out = tmp_path_factory.mktemp("dp") / preset
-        result = _train(["--method", preset, "--data", str(tiny_data), "--out", str(out),
-                         "--base", str(tiny_base), "--rounds", "1", "--val-limit", "4",
-                         "--epsilon", str(EPSILON[preset])])
+        result = _train(
+            [
+                "--method",
+                preset,
+                "--data",
+                str(tiny_data),
+                "--out",
+                str(out),
+                "--base",
+                str(tiny_base),
+                "--rounds",
+                "1",
+                "--val-limit",
+                "4",
+                "--epsilon",
+                str(EPSILON[preset]),
+            ]
+        )
         assert result.exit_code == 0, result.output
         runs[preset] = out
     return runs
@@ -48,9 +63,17 @@ def test_a_dp_run_writes_a_declaration_that_verifies(preset: str, dp_runs) -> No
     assert set(declaration) == set(FIELDS)
     # tiny: 10 clients holding 2 or 3 providers; m = max(1, round(2 x 50/400)) = 1
     assert {key: declaration[key] for key in FIELDS if key != "noise_multiplier"} == {
-        "epsilon": EPSILON[preset], "delta": 1e-5, "clipping_norm": 0.5, "rounds": 1,
-        "clients": 10, "clients_per_round": 2, "providers_per_round": 1, "min_providers": 2,
-        "sampling": "poisson", "analysis": "competition", "unit": "provider",
+        "epsilon": EPSILON[preset],
+        "delta": 1e-5,
+        "clipping_norm": 0.5,
+        "rounds": 1,
+        "clients": 10,
+        "clients_per_round": 2,
+        "providers_per_round": 1,
+        "min_providers": 2,
+        "sampling": "poisson",
+        "analysis": "competition",
+        "unit": "provider",
     }
     result = CliRunner().invoke(verify_command, [str(out), "--json"])  # pflkit dp verify RUN_DIR
     assert result.exit_code == 0, result.output
@@ -76,7 +99,7 @@ def test_each_client_update_logs_its_noise_against_its_clipped_sum(preset: str, 
     sigma, clip = declaration["noise_multiplier"], declaration["clipping_norm"]
     assert len(row["privacy"]) == len(row["clients"]) == 2
     for client in row["privacy"]:
-        assert client["dp_noise_norm"] == pytest.approx(sigma * clip * values ** 0.5)
+        assert client["dp_noise_norm"] == pytest.approx(sigma * clip * values**0.5)
         # one provider per client at most on tiny (m = 1): the clipped sum is that update
         # clipped to S, or nothing when Poisson sampling drew no provider
         assert 0.0 <= client["dp_clipped_sum_norm"] <= clip
@@ -86,32 +109,65 @@ def test_each_client_update_logs_its_noise_against_its_clipped_sum(preset: str, 
 
 
 def test_dp_lora_sends_only_adapters_and_the_winners_modules(dp_runs) -> None:
-    records = [json.loads(line) for line in
-               (dp_runs["dp-lora"] / "communication_log.jsonl").read_text().splitlines()]
+    records = [
+        json.loads(line)
+        for line in (dp_runs["dp-lora"] / "communication_log.jsonl").read_text().splitlines()
+    ]
     names = records[0]["parameters"]
     assert any("lora_A" in n for n in names) and any("lora_B" in n for n in names)
-    assert all("lora_" in n or n.startswith(("spatial_embedding.",
-               "visual_embedding.visual_emb_matcher.")) for n in names)
+    assert all(
+        "lora_" in n or n.startswith(("spatial_embedding.", "visual_embedding.visual_emb_matcher."))
+        for n in names
+    )
     full = json.loads((dp_runs["dp-fedavg"] / "submission.json").read_text())
     lora = json.loads((dp_runs["dp-lora"] / "submission.json").read_text())
     assert lora["bytes_per_message"] < full["bytes_per_message"]
 
 
 def test_resume_cannot_change_the_rounds_of_a_dp_run(dp_runs, tiny_data: Path, tiny_base) -> None:
-    result = CliRunner().invoke(train, [
-        "--method", "dp-fedavg", "--data", str(tiny_data), "--out", str(dp_runs["dp-fedavg"]),
-        "--base", str(tiny_base), "--rounds", "2", "--epsilon", "8", "--resume", "--no-progress"])
+    result = CliRunner().invoke(
+        train,
+        [
+            "--method",
+            "dp-fedavg",
+            "--data",
+            str(tiny_data),
+            "--out",
+            str(dp_runs["dp-fedavg"]),
+            "--base",
+            str(tiny_base),
+            "--rounds",
+            "2",
+            "--epsilon",
+            "8",
+            "--resume",
+            "--no-progress",
+        ],
+    )
     assert result.exit_code != 0 and "calibrated" in result.output
 
 
-def test_bad_privacy_input_fails_before_training(tmp_path: Path, tiny_data: Path, tiny_base) -> None:
-    common = ["--data", str(tiny_data), "--base", str(tiny_base), "--rounds", "1", "--val-limit", "0"]
+def test_bad_privacy_input_fails_before_training(
+    tmp_path: Path, tiny_data: Path, tiny_base
+) -> None:
+    common = [
+        "--data",
+        str(tiny_data),
+        "--base",
+        str(tiny_base),
+        "--rounds",
+        "1",
+        "--val-limit",
+        "0",
+    ]
     cases = [
         (["--method", "dp-fedavg", "--epsilon", "0"], "--epsilon must be > 0"),
         (["--method", "dp-lora", "--epsilon", "1", "--delta", "1.5"], "--delta must be in (0, 1)"),
         (["--method", "dp-lora"], "needs --epsilon"),
-        (["--method", "dp-fedavg", "--epsilon", "1", "--providers-per-round", "3"],
-         "--providers-per-round 3 exceeds the fewest providers at a client (2)"),
+        (
+            ["--method", "dp-fedavg", "--epsilon", "1", "--providers-per-round", "3"],
+            "--providers-per-round 3 exceeds the fewest providers at a client (2)",
+        ),
     ]
     for index, (args, message) in enumerate(cases):
         out = tmp_path / f"run{index}"
@@ -132,12 +188,30 @@ def test_a_data_directory_without_provider_information_is_refused(
     (stripped / "images").symlink_to(source / "images")
     for path in source.glob("imdb_*.npy"):
         header, records = read_imdb(path)
-        write_imdb(stripped / path.name, header,
-                   [{k: v for k, v in r.items() if k != "provider"} for r in records])
+        write_imdb(
+            stripped / path.name,
+            header,
+            [{k: v for k, v in r.items() if k != "provider"} for r in records],
+        )
     assert not (stripped / "data_points.json").exists()
-    result = CliRunner().invoke(train, [
-        "--method", "dp-lora", "--epsilon", "4", "--data", str(stripped), "--base",
-        str(tiny_base), "--out", str(tmp_path / "run"), "--val-limit", "0", "--no-progress"])
+    result = CliRunner().invoke(
+        train,
+        [
+            "--method",
+            "dp-lora",
+            "--epsilon",
+            "4",
+            "--data",
+            str(stripped),
+            "--base",
+            str(tiny_base),
+            "--out",
+            str(tmp_path / "run"),
+            "--val-limit",
+            "0",
+            "--no-progress",
+        ],
+    )
     assert result.exit_code != 0 and "data_points.json" in result.output, result.output
     assert not (tmp_path / "run" / "state").exists()
 
@@ -151,15 +225,23 @@ def test_removing_a_provider_changes_a_real_clients_pre_noise_sum_by_at_most_s(
     simulation = FederatedSimulation(config, task, RunDirectory(tmp_path / "run"), progress=False)
     method = simulation.method
     s = 1e-3  # small enough that every provider's update is clipped
-    method.plan = dataclasses.replace(method.plan, noise_multiplier=1e-12, clipping_norm=s,
-                                      providers_per_round=2)  # rate m/N = 1: all providers
+    method.plan = dataclasses.replace(
+        method.plan, noise_multiplier=1e-12, clipping_norm=s, providers_per_round=2
+    )  # rate m/N = 1: all providers
     client = next(k for k, data in enumerate(task.client_data) if len(set(data["provider"])) == 3)
     start = get_values(simulation.model, simulation.parameters)
 
     def pre_noise_sum(dataset) -> dict[str, torch.Tensor]:
-        job = ClientJob(federated_round=1, client=client, model=simulation.model,
-                        parameters=simulation.parameters, start_weights=start, dataset=dataset,
-                        trainer=simulation.trainer, seed=11)
+        job = ClientJob(
+            federated_round=1,
+            client=client,
+            model=simulation.model,
+            parameters=simulation.parameters,
+            start_weights=start,
+            dataset=dataset,
+            trainer=simulation.trainer,
+            seed=11,
+        )
         update = method.compute_update(job)
         assert update.num_examples == 2
         return {name: 2 * tensor for name, tensor in update.delta.items()}  # undo the / m
@@ -172,8 +254,10 @@ def test_removing_a_provider_changes_a_real_clients_pre_noise_sum_by_at_most_s(
         without = pre_noise_sum(data.select(rows))
         change = update_norm({n: full[n] - without[n] for n in full})
         assert 0.9 * s < change <= s * (1 + 1e-5), (removed, change)
-    assert all(torch.equal(v, start[n]) for n, v in
-               get_values(simulation.model, simulation.parameters).items())  # model reset after
+    assert all(
+        torch.equal(v, start[n])
+        for n, v in get_values(simulation.model, simulation.parameters).items()
+    )  # model reset after
 
 
 def test_the_dp_scale_table_reads_a_scored_verified_run(dp_runs, tiny_data: Path) -> None:
@@ -182,21 +266,26 @@ def test_the_dp_scale_table_reads_a_scored_verified_run(dp_runs, tiny_data: Path
     from experiments.run import verify_privacy
 
     out = dp_runs["dp-fedavg"]
-    scored = CliRunner().invoke(evaluate, [str(out / "checkpoint"), "--data", str(tiny_data),
-                                           "--split", "val", "--json"], catch_exceptions=False)
+    scored = CliRunner().invoke(
+        evaluate,
+        [str(out / "checkpoint"), "--data", str(tiny_data), "--split", "val", "--json"],
+        catch_exceptions=False,
+    )
     assert scored.exit_code == 0, scored.output
     (out / "val.json").write_text(scored.stdout)
     verify_privacy(out)
     run = read_dp_scale_run(out, "dp-fedavg", "eps8", seed=0)
     declaration = json.loads((out / "privacy.json").read_text())
-    values = json.loads((out / "communication_log.jsonl").read_text().splitlines()[0])[
-        "amount_of_bytes"] // 4
+    values = (
+        json.loads((out / "communication_log.jsonl").read_text().splitlines()[0])["amount_of_bytes"]
+        // 4
+    )
     assert run.val_anls == json.loads((out / "val.json").read_text())["anls"]
     assert run.verified_epsilon is not None and run.verified_epsilon <= 8.0
     assert run.noise_multiplier == declaration["noise_multiplier"]
     # the clipped sum of m = 1 provider is at most S: noise / signal >= sigma sqrt(d)
     if run.noise_to_signal is not None:
-        assert run.noise_to_signal >= declaration["noise_multiplier"] * values ** 0.5 * 0.999
+        assert run.noise_to_signal >= declaration["noise_multiplier"] * values**0.5 * 0.999
     table = dp_scale_table([run], base_anls=0.25, seeds=(0, 1))
     row = next(line for line in table.splitlines() if line.startswith("| `dp-fedavg`"))
     assert f"| 8 ({run.verified_epsilon:.3f}) |" in row

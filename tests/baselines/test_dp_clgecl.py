@@ -45,9 +45,14 @@ def _federate(alpha: float, rounds: int = 300) -> float:
     for _ in range(rounds):
         for i in range(2):
             if proposals[i] is not None and alpha > 0:
-                duals[i] = float(dual_step({"w": torch.tensor(duals[i])},
-                                           {"w": torch.tensor(proposals[i])},
-                                           {"w": torch.tensor(z)}, alpha)["w"])
+                duals[i] = float(
+                    dual_step(
+                        {"w": torch.tensor(duals[i])},
+                        {"w": torch.tensor(proposals[i])},
+                        {"w": torch.tensor(z)},
+                        alpha,
+                    )["w"]
+                )
             proposals[i] = _local(z, duals[i], A[i], B[i], alpha)
         z = sum(proposals) / 2
     return z
@@ -67,45 +72,78 @@ def test_the_dual_correction_reaches_the_consensus_optimum() -> None:
 
 
 def test_the_dual_step_and_the_augmented_loss_by_hand() -> None:
-    dual = dual_step({"w": torch.tensor([1.0, -1.0])}, {"w": torch.tensor([2.0, 0.0])},
-                     {"w": torch.tensor([1.0, 1.0])}, 0.5)
+    dual = dual_step(
+        {"w": torch.tensor([1.0, -1.0])},
+        {"w": torch.tensor([2.0, 0.0])},
+        {"w": torch.tensor([1.0, 1.0])},
+        0.5,
+    )
     assert torch.equal(dual["w"], torch.tensor([0.5, -0.5]))  # 1 + .5(1 - 2), -1 + .5(1 - 0)
     w = torch.tensor([3.0, 1.0])
-    loss = augmented_loss(torch.tensor(2.0), {"w": w}, {"w": torch.tensor([1.0, 1.0])},
-                          {"w": torch.tensor([0.5, -0.5])}, 0.5)
+    loss = augmented_loss(
+        torch.tensor(2.0),
+        {"w": w},
+        {"w": torch.tensor([1.0, 1.0])},
+        {"w": torch.tensor([0.5, -0.5])},
+        0.5,
+    )
     assert float(loss) == pytest.approx(2.0 - (0.5 * 2.0 - 0.5 * 0.0) + 0.25 * 4.0)
     live = w.clone().requires_grad_(True)
-    (grad,) = torch.autograd.grad(augmented_loss(
-        torch.tensor(2.0), {"w": live}, {"w": torch.tensor([1.0, 1.0])},
-        {"w": torch.tensor([0.5, -0.5])}, 0.5), live)
+    (grad,) = torch.autograd.grad(
+        augmented_loss(
+            torch.tensor(2.0),
+            {"w": live},
+            {"w": torch.tensor([1.0, 1.0])},
+            {"w": torch.tensor([0.5, -0.5])},
+            0.5,
+        ),
+        live,
+    )
     assert torch.equal(grad, torch.tensor([-0.5 + 0.5 * 2.0, 0.5 + 0.0]))  # -lambda + alpha(w - z)
 
 
-CONFIG = TrainConfig(method="dp-clgecl", optimizer="sgd", rounds=3, clients_per_round=3,
-                     batch_size=8, val_limit=0,
-                     options={"lr": 0.05, "momentum": 0.9, "frozen": (), "noise_multiplier": 0.5,
-                              "clipping_norm": 0.5, "providers_per_round": 1,
-                              "clgecl_alpha": 0.1, "weighted": False})
+CONFIG = TrainConfig(
+    method="dp-clgecl",
+    optimizer="sgd",
+    rounds=3,
+    clients_per_round=3,
+    batch_size=8,
+    val_limit=0,
+    options={
+        "lr": 0.05,
+        "momentum": 0.9,
+        "frozen": (),
+        "noise_multiplier": 0.5,
+        "clipping_norm": 0.5,
+        "providers_per_round": 1,
+        "clgecl_alpha": 0.1,
+        "weighted": False,
+    },
+)
 
 
 def test_the_dual_reads_only_what_the_client_sent(tmp_path: Path) -> None:
     """After a round, the kept proposal is the global model plus the privatised difference that
     went through the channel; at the next round the dual moves by alpha (z' - proposal)."""
-    simulation = FederatedSimulation(CONFIG.replace(rounds=1), toy_task(), RunDirectory(
-        tmp_path / "one"), progress=False)
+    simulation = FederatedSimulation(
+        CONFIG.replace(rounds=1), toy_task(), RunDirectory(tmp_path / "one"), progress=False
+    )
     start = get_values(simulation.model, simulation.parameters)
     simulation.run()
     assert len(simulation.client_states) == 3
     for state in simulation.client_states.values():
-        assert {k[len(PROPOSAL):] for k in state if k.startswith(PROPOSAL)} == set(start)
+        assert {k[len(PROPOSAL) :] for k in state if k.startswith(PROPOSAL)} == set(start)
         assert not any(k.startswith(DUAL) for k in state)  # no dual before a global model came back
     # the server mean of (proposal - start) is the new global model (fedavg, unweighted)
     end = get_values(simulation.model, simulation.parameters)
-    mean = {n: sum(s[PROPOSAL + n] - start[n] for s in simulation.client_states.values()) / 3
-            for n in start}
+    mean = {
+        n: sum(s[PROPOSAL + n] - start[n] for s in simulation.client_states.values()) / 3
+        for n in start
+    }
     assert all(torch.allclose(end[n], start[n] + mean[n], atol=1e-6) for n in start)
-    second = FederatedSimulation(CONFIG.replace(rounds=2), toy_task(), RunDirectory(
-        tmp_path / "one"), progress=False)
+    second = FederatedSimulation(
+        CONFIG.replace(rounds=2), toy_task(), RunDirectory(tmp_path / "one"), progress=False
+    )
     second.run(resume=True)
     for client, state in second.client_states.items():
         old = simulation.client_states[client]
@@ -120,10 +158,10 @@ def test_dp_clgecl_with_alpha_zero_is_dp_fedavg(tmp_path: Path) -> None:
         options = {k: v for k, v in CONFIG.options.items() if k != "clgecl_alpha"}
         if method == "dp-clgecl":
             options["clgecl_alpha"] = 0.0
-        config = TrainConfig(**{**dataclasses.asdict(CONFIG), "method": method,
-                                "options": options})
-        simulation = FederatedSimulation(config, toy_task(), RunDirectory(tmp_path / method),
-                                         progress=False)
+        config = TrainConfig(**{**dataclasses.asdict(CONFIG), "method": method, "options": options})
+        simulation = FederatedSimulation(
+            config, toy_task(), RunDirectory(tmp_path / method), progress=False
+        )
         simulation.run()
         runs[method] = get_values(simulation.model, simulation.parameters)
     assert all(torch.equal(runs["dp-clgecl"][n], runs["dp-fedavg"][n]) for n in runs["dp-fedavg"])
@@ -140,17 +178,26 @@ def test_with_a_dual_removing_a_provider_changes_the_pre_noise_sum_by_at_most_s(
     simulation = FederatedSimulation(config, task, RunDirectory(tmp_path / "run"), progress=False)
     method = simulation.method
     s = 1e-3
-    method.plan = dataclasses.replace(method.plan, noise_multiplier=1e-12, clipping_norm=s,
-                                      providers_per_round=2)
+    method.plan = dataclasses.replace(
+        method.plan, noise_multiplier=1e-12, clipping_norm=s, providers_per_round=2
+    )
     client = next(k for k, data in enumerate(task.client_data) if len(set(data["provider"])) == 3)
     start = get_values(simulation.model, simulation.parameters)
     generator = torch.Generator().manual_seed(3)
     dual = {DUAL + n: torch.randn(t.shape, generator=generator) for n, t in start.items()}
 
     def pre_noise_sum(dataset) -> dict[str, torch.Tensor]:
-        job = ClientJob(federated_round=1, client=client, model=simulation.model,
-                        parameters=simulation.parameters, start_weights=start, dataset=dataset,
-                        trainer=simulation.trainer, seed=11, state=dict(dual))
+        job = ClientJob(
+            federated_round=1,
+            client=client,
+            model=simulation.model,
+            parameters=simulation.parameters,
+            start_weights=start,
+            dataset=dataset,
+            trainer=simulation.trainer,
+            seed=11,
+            state=dict(dual),
+        )
         job.loss = lambda batch, outputs: method.local_loss(job, batch, outputs)
         update = method.compute_update(job)
         return {name: 2 * tensor for name, tensor in update.delta.items()}

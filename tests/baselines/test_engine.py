@@ -33,7 +33,9 @@ def _global(run: Path) -> dict[str, torch.Tensor]:
 
 def _assert_same_run(a: Path, b: Path) -> None:
     assert (a / "communication_log.csv").read_text() == (b / "communication_log.csv").read_text()
-    assert (a / "communication_log.jsonl").read_text() == (b / "communication_log.jsonl").read_text()
+    assert (a / "communication_log.jsonl").read_text() == (
+        b / "communication_log.jsonl"
+    ).read_text()
     first, second = _global(a), _global(b)
     assert first.keys() == second.keys()
     for name in first:
@@ -50,7 +52,9 @@ def test_resume_continues_to_the_same_result(task, tmp_path: Path) -> None:
 
     parts = tmp_path / "parts"
     FederatedSimulation(config.replace(rounds=1), task, RunDirectory(parts), progress=False).run()
-    summary = FederatedSimulation(config, task, RunDirectory(parts), progress=False).run(resume=True)
+    summary = FederatedSimulation(config, task, RunDirectory(parts), progress=False).run(
+        resume=True
+    )
     assert summary.rounds == 2 and [row["round"] for row in summary.metrics] == [1, 2]
     _assert_same_run(whole, parts)
 
@@ -73,8 +77,12 @@ def test_run_interrupted_inside_a_round_resumes_from_the_last_completed_round(
 ) -> None:
     config = preset_config("fedavg", rounds=2, val_limit=0, strategy="fedavgm")
     whole = tmp_path / "whole"
-    FederatedSimulation(config, dataclasses.replace(task, evaluate=_evaluator(None)),
-                        RunDirectory(whole), progress=False).run()
+    FederatedSimulation(
+        config,
+        dataclasses.replace(task, evaluate=_evaluator(None)),
+        RunDirectory(whole),
+        progress=False,
+    ).run()
     broken = tmp_path / "broken"
     crashing = dataclasses.replace(task, evaluate=_evaluator(crash_at=2))
     with pytest.raises(RuntimeError, match="power cut"):
@@ -83,8 +91,12 @@ def test_run_interrupted_inside_a_round_resumes_from_the_last_completed_round(
     assert not (broken / "checkpoint").exists()
     lines = (broken / "communication_log.csv").read_text().splitlines()
     assert {line.split(",")[0] for line in lines[1:]} == {"1"}
-    FederatedSimulation(config, dataclasses.replace(task, evaluate=_evaluator(None)),
-                        RunDirectory(broken), progress=False).run(resume=True)
+    FederatedSimulation(
+        config,
+        dataclasses.replace(task, evaluate=_evaluator(None)),
+        RunDirectory(broken),
+        progress=False,
+    ).run(resume=True)
     _assert_same_run(whole, broken)
 
 
@@ -108,12 +120,15 @@ class PerProviderMean(LoRA):
 def test_a_method_can_replace_the_client_update_without_touching_the_loop(task, tmp_path) -> None:
     config = preset_config("lora", rounds=1, local_epochs=1, val_limit=0)
     method = PerProviderMean()
-    simulation = FederatedSimulation(config, task, RunDirectory(tmp_path / "run"), progress=False,
-                                     method=method)
+    simulation = FederatedSimulation(
+        config, task, RunDirectory(tmp_path / "run"), progress=False, method=method
+    )
     summary = simulation.run()
     clients = summary.metrics[0]["clients"]
     assert {client for _, client, _ in method.calls} == set(clients)
-    assert sum(rows for _, _, rows in method.calls) == sum(len(task.client_data[c]) for c in clients)
+    assert sum(rows for _, _, rows in method.calls) == sum(
+        len(task.client_data[c]) for c in clients
+    )
     assert summary.metrics[0]["examples"] == len(method.calls)
 
 
@@ -160,7 +175,10 @@ def _cli(args: list[str]):
         (["--method", "fedsgd"], "unknown method 'fedsgd'"),
         (["--method", "fedavg", "--strategy", "fedprox"], "unknown strategy 'fedprox'"),
         (["--method", "lora", "--clients-per-round", "11"], "exceeds the 10 clients"),
-        (["--method", "lora", "--lora-targets", "q,query"], "LoRA target 'query' matches no module"),
+        (
+            ["--method", "lora", "--lora-targets", "q,query"],
+            "LoRA target 'query' matches no module",
+        ),
         (["--method", "lora", "--rounds", "0"], "rounds must be >= 1"),
     ],
 )
@@ -172,23 +190,47 @@ def test_bad_options_fail_before_training(extra, message, tiny_data, tiny_base, 
     assert not (out / "state").exists() and not (out / "checkpoint").exists()
 
 
-def test_data_without_the_needed_splits_fails_before_training(tiny_data, tiny_base, tmp_path) -> None:
+def test_data_without_the_needed_splits_fails_before_training(
+    tiny_data, tiny_base, tmp_path
+) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
-    result = _cli(["--method", "fedavg", "--data", str(empty), "--out", str(tmp_path / "a"),
-                   "--base", str(tiny_base)])
+    result = _cli(
+        [
+            "--method",
+            "fedavg",
+            "--data",
+            str(empty),
+            "--out",
+            str(tmp_path / "a"),
+            "--base",
+            str(tiny_base),
+        ]
+    )
     assert result.exit_code != 0 and "no imdb_train_client" in result.output
 
     no_val = tmp_path / "no_val"
     shutil.copytree(tiny_data / "participant", no_val)
     (no_val / "imdb_val.npy").unlink()
-    result = _cli(["--method", "fedavg", "--data", str(no_val), "--out", str(tmp_path / "b"),
-                   "--base", str(tiny_base)])
+    result = _cli(
+        [
+            "--method",
+            "fedavg",
+            "--data",
+            str(no_val),
+            "--out",
+            str(tmp_path / "b"),
+            "--base",
+            str(tiny_base),
+        ]
+    )
     assert result.exit_code != 0 and "imdb_val.npy" in result.output
     assert not (tmp_path / "b" / "state").exists()
 
 
-def test_existing_runs_are_not_overwritten_and_resume_needs_a_run(tiny_data, tiny_base, tmp_path) -> None:
+def test_existing_runs_are_not_overwritten_and_resume_needs_a_run(
+    tiny_data, tiny_base, tmp_path
+) -> None:
     out = tmp_path / "run"
     out.mkdir()
     (out / "notes.txt").write_text("mine")

@@ -25,8 +25,16 @@ def _local_distance(method, *, epochs: int = 20) -> tuple[float, dict[str, torch
     parameters = select_communicated(model)
     start = get_values(model, parameters)
     trainer = LocalTrainer(task.collate, epochs=epochs, batch_size=8, lr=0.05)
-    job = ClientJob(federated_round=1, client=2, model=model, parameters=parameters,
-                    start_weights=start, dataset=task.client_data[2], trainer=trainer, seed=3)
+    job = ClientJob(
+        federated_round=1,
+        client=2,
+        model=model,
+        parameters=parameters,
+        start_weights=start,
+        dataset=task.client_data[2],
+        trainer=trainer,
+        seed=3,
+    )
     job.loss = functools.partial(method.local_loss, job)
     job.train()
     delta = job.delta()

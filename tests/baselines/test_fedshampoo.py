@@ -26,8 +26,10 @@ def test_freezing_the_token_embedding_at_the_vt5_base_shape() -> None:
     shampoo = _communicated(FedShampoo(), config)
     embedding = 32128 * 768  # the T5-base token embedding, counted by hand
     # the public shape holds lm_head apart from shared: FedShampoo freezes both
-    assert set(full) - set(shampoo) == {"language_backbone.shared.weight",
-                                        "language_backbone.lm_head.weight"}
+    assert set(full) - set(shampoo) == {
+        "language_backbone.shared.weight",
+        "language_backbone.lm_head.weight",
+    }
     assert sum(full.values()) - sum(shampoo.values()) == 2 * embedding
     assert sum(shampoo.values()) == 200_984_832
     exact = 2 * embedding / sum(full.values())
@@ -37,9 +39,11 @@ def test_freezing_the_token_embedding_at_the_vt5_base_shape() -> None:
     with torch.device("meta"):
         whole = {n: p.numel() for n, p in VT5ForConditionalGeneration(config).named_parameters()}
     of_whole = 4 * embedding / (official_logger_bytes(whole) / 4)
-    print(f"VT5-base: fedavg {sum(full.values()):,} values/message, fedshampoo "
-          f"{sum(shampoo.values()):,}: {exact:.1%} fewer; official logger count: {official:.1%} "
-          f"fewer; of the whole state dict: {of_whole:.1%}")
+    print(
+        f"VT5-base: fedavg {sum(full.values()):,} values/message, fedshampoo "
+        f"{sum(shampoo.values()):,}: {exact:.1%} fewer; official logger count: {official:.1%} "
+        f"fewer; of the whole state dict: {of_whole:.1%}"
+    )
     assert 0.19 < exact < 0.20 and 0.32 < official < 0.34 and 0.25 < of_whole < 0.27
 
 
@@ -48,8 +52,9 @@ def test_the_frozen_embedding_is_not_trained_nor_sent_on_the_shipped_base() -> N
 
     model = FedShampoo().prepare(load_model("base"), seed=0)
     for name, parameter in model.named_parameters(remove_duplicate=False):
-        assert parameter.requires_grad == (not name.startswith(
-            ("visual_embedding.image_model.", *TOKEN_EMBEDDING))), name
+        assert parameter.requires_grad == (
+            not name.startswith(("visual_embedding.image_model.", *TOKEN_EMBEDDING))
+        ), name
     names = select_communicated(model).names
     assert not any(n.startswith(TOKEN_EMBEDDING) for n in names)
 

@@ -9,13 +9,16 @@ from baselines.engine.local_training import LocalTrainer
 
 
 def _trainer(batch_size: int, length_column: str | None) -> LocalTrainer:
-    return LocalTrainer(lambda rows: {}, epochs=1, batch_size=batch_size, lr=1e-3,
-                        length_column=length_column)
+    return LocalTrainer(
+        lambda rows: {}, epochs=1, batch_size=batch_size, lr=1e-3, length_column=length_column
+    )
 
 
 @pytest.mark.parametrize("length_column", [None, "n_tokens"])
 def test_an_epoch_covers_every_row_once_in_a_seeded_order(length_column) -> None:
-    lengths = [int(x) for x in torch.randint(5, 500, (1000,), generator=torch.Generator().manual_seed(0))]
+    lengths = [
+        int(x) for x in torch.randint(5, 500, (1000,), generator=torch.Generator().manual_seed(0))
+    ]
     trainer = _trainer(16, length_column)
     lengths_arg = lengths if length_column else None
     batches = trainer._batches(1000, lengths_arg, torch.Generator().manual_seed(3))
@@ -28,7 +31,9 @@ def test_an_epoch_covers_every_row_once_in_a_seeded_order(length_column) -> None
 
 
 def test_length_grouping_cuts_padding() -> None:
-    lengths = [int(x) for x in torch.randint(5, 500, (1000,), generator=torch.Generator().manual_seed(0))]
+    lengths = [
+        int(x) for x in torch.randint(5, 500, (1000,), generator=torch.Generator().manual_seed(0))
+    ]
 
     def padded(batches):
         return sum(len(b) * max(lengths[i] for i in b) for b in batches)

@@ -19,8 +19,11 @@ def _full_fine_tuning_message(config) -> dict[str, int]:
     """Values per tensor of one FedAvg message: every parameter but the DiT, each storage once."""
     with torch.device("meta"):
         model = VT5ForConditionalGeneration(config)
-    return {name: parameter.numel() for name, parameter in model.named_parameters()
-            if not name.startswith("visual_embedding.image_model.")}
+    return {
+        name: parameter.numel()
+        for name, parameter in model.named_parameters()
+        if not name.startswith("visual_embedding.image_model.")
+    }
 
 
 def test_full_fine_tuning_of_vt5_base_is_the_published_1_12_gib_per_message():

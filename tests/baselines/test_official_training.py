@@ -86,9 +86,7 @@ def _longest_answers(task, count: int) -> list[int]:
     return sorted(range(len(labels)), key=lambda i: -labels[i])[:count]
 
 
-def test_losses_and_every_gradient_equal_the_official_step_at_batch_size_1(
-    task, official, samples
-):
+def test_losses_and_every_gradient_equal_the_official_step_at_batch_size_1(task, official, samples):
     model, _ = _kit_model(task)
     model.train()
     reference = _dropout_off(official.model).train()
@@ -110,8 +108,13 @@ def test_losses_and_every_gradient_equal_the_official_step_at_batch_size_1(
         assert ours.keys() == theirs.keys() == trained
         for name, gradient in ours.items():
             scale = float(theirs[name].abs().max()) + 1e-12
-            torch.testing.assert_close(gradient, theirs[name], rtol=1e-4, atol=1e-5 * scale,
-                                       msg=lambda text, name=name: f"{name}: {text}")
+            torch.testing.assert_close(
+                gradient,
+                theirs[name],
+                rtol=1e-4,
+                atol=1e-5 * scale,
+                msg=lambda text, name=name: f"{name}: {text}",
+            )
 
 
 def test_three_adamw_steps_on_one_provider_equal_the_official_fl_train(task, official, samples):
@@ -138,7 +141,8 @@ def test_three_adamw_steps_on_one_provider_equal_the_official_fl_train(task, off
     for name, parameter in reference.named_parameters():
         ours = dict(model.named_parameters())[name].detach() - before[name]
         theirs = parameter.detach() - official_before[name]
-        torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-7,
-                                   msg=lambda text, name=name: f"{name}: {text}")
+        torch.testing.assert_close(
+            ours, theirs, rtol=1e-4, atol=1e-7, msg=lambda text, name=name: f"{name}: {text}"
+        )
         moved += int(bool(theirs.abs().max() > 0))
     assert moved > 10  # the steps moved the trained tensors (weight decay moves every one)

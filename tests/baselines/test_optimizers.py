@@ -36,7 +36,8 @@ def test_every_optimizer_reduces_the_loss_of_a_toy_model(name: str) -> None:
     before = _mean_loss(model, data, task.collate)
     optimizer = OPTIMIZERS[name].from_options({"lr": LR[name]})
     LocalTrainer(task.collate, epochs=10, batch_size=8, optimizer=optimizer).train(
-        model, data, seed=0)
+        model, data, seed=0
+    )
     after = _mean_loss(model, data, task.collate)
     assert after < 0.5 * before, (name, before, after)
 
@@ -79,7 +80,9 @@ def test_every_gradient_entry_is_clipped_during_local_training() -> None:
     hook = chain_step_hooks(record_raw, clip_grad_value(0.05), record)
     trainer = LocalTrainer(task.collate, epochs=2, batch_size=8, lr=0.01, step_hook=hook)
     trainer.train(ToyRegression(), task.client_data[0], seed=0)
-    assert max(raw) > 0.05 and len(seen) == 8 and max(seen) <= float(torch.tensor(0.05))  # c in fp32
+    assert (
+        max(raw) > 0.05 and len(seen) == 8 and max(seen) <= float(torch.tensor(0.05))
+    )  # c in fp32
 
 
 def test_shampoo_on_a_hand_computed_2x2_case() -> None:
@@ -105,8 +108,10 @@ def test_shampoo_diagonal_2x2_whitens_the_first_step() -> None:
     weight.grad = torch.diag(torch.tensor([2.0, 1.0], dtype=torch.float64))
     ShampooOptimizer([weight], lr=0.1, eps=1e-12).step()
     assert torch.allclose(weight.detach(), -0.1 * torch.eye(2, dtype=torch.float64), atol=1e-9)
-    assert torch.allclose(inverse_root(torch.diag(torch.tensor([16.0, 81.0])), 4, 1e-9),
-                          torch.diag(torch.tensor([0.5, 1 / 3])))
+    assert torch.allclose(
+        inverse_root(torch.diag(torch.tensor([16.0, 81.0])), 4, 1e-9),
+        torch.diag(torch.tensor([0.5, 1 / 3])),
+    )
 
 
 def test_shampoo_preconditions_large_matrices_block_by_block() -> None:
@@ -137,7 +142,8 @@ def test_shampoo_is_deterministic_for_a_seed() -> None:
         model = ToyRegression()
         optimizer = OPTIMIZERS["shampoo"].from_options({"lr": 0.05})
         LocalTrainer(task.collate, epochs=3, batch_size=8, optimizer=optimizer).train(
-            model, task.client_data[0], seed=7)
+            model, task.client_data[0], seed=7
+        )
         results.append([p.detach().clone() for p in model.parameters()])
     assert all(torch.equal(a, b) for a, b in zip(*results, strict=True))
 
@@ -149,7 +155,8 @@ def test_optimizer_state_round_trips_through_named_tensors(name: str) -> None:
     factory = OPTIMIZERS[name].from_options({"lr": 0.01})
     state: dict[str, torch.Tensor] = {}
     LocalTrainer(task.collate, epochs=1, batch_size=8, optimizer=factory).train(
-        model, task.client_data[0], seed=0, optimizer_state=state)
+        model, task.client_data[0], seed=0, optimizer_state=state
+    )
     assert state and all(k.startswith(PREFIX) for k in state)
     fresh = factory(list(model.parameters()))
     import_state(fresh, state)
@@ -157,10 +164,15 @@ def test_optimizer_state_round_trips_through_named_tensors(name: str) -> None:
     assert again.keys() == state.keys() and all(torch.equal(again[k], state[k]) for k in state)
 
 
-CONFIG = TrainConfig(method="full", optimizer="shampoo", rounds=4, clients_per_round=2,
-                     batch_size=8, val_limit=0,
-                     options={"lr": 0.05, "frozen": (), "persist_optimizer_state": True,
-                              "max_grad_value": 1.0})
+CONFIG = TrainConfig(
+    method="full",
+    optimizer="shampoo",
+    rounds=4,
+    clients_per_round=2,
+    batch_size=8,
+    val_limit=0,
+    options={"lr": 0.05, "frozen": (), "persist_optimizer_state": True, "max_grad_value": 1.0},
+)
 
 
 def _run(path: Path, config: TrainConfig, *, resume: bool = False) -> FederatedSimulation:
@@ -173,7 +185,8 @@ def test_persisted_state_is_kept_per_client_and_changes_the_run(tmp_path: Path) 
     kept = _run(tmp_path / "kept", CONFIG)
     fresh = _run(tmp_path / "fresh", CONFIG.replace(persist_optimizer_state=False))
     assert kept.client_states and all(
-        any(k.startswith(PREFIX) for k in state) for state in kept.client_states.values() if state)
+        any(k.startswith(PREFIX) for k in state) for state in kept.client_states.values() if state
+    )
     assert not any(k.startswith(PREFIX) for s in fresh.client_states.values() for k in s)
     # accumulated preconditioners: the statistics of a client grow over its rounds
     client, state = next((c, s) for c, s in kept.client_states.items() if s)
@@ -186,8 +199,9 @@ def test_persisted_state_is_kept_per_client_and_changes_the_run(tmp_path: Path) 
 def test_a_resumed_run_keeps_the_optimizer_state_bit_for_bit(tmp_path: Path) -> None:
     whole = _run(tmp_path / "whole", CONFIG)
     _run(tmp_path / "parts", CONFIG.replace(rounds=2))
-    saved = load_file(sorted((tmp_path / "parts" / "state").glob("round-*"))[-1]
-                      / "clients.safetensors")
+    saved = load_file(
+        sorted((tmp_path / "parts" / "state").glob("round-*"))[-1] / "clients.safetensors"
+    )
     assert any("/optimizer/" in key for key in saved)
     resumed = _run(tmp_path / "parts", CONFIG, resume=True)
     assert resumed.client_states.keys() == whole.client_states.keys()
@@ -199,8 +213,12 @@ def test_a_resumed_run_keeps_the_optimizer_state_bit_for_bit(tmp_path: Path) -> 
 
 
 def test_a_private_method_refuses_a_persistent_optimizer(tmp_path: Path) -> None:
-    config = TrainConfig(method="dp-fedavg", rounds=1, clients_per_round=2, val_limit=0,
-                         options={"noise_multiplier": 1.0, "frozen": (),
-                                  "persist_optimizer_state": True})
+    config = TrainConfig(
+        method="dp-fedavg",
+        rounds=1,
+        clients_per_round=2,
+        val_limit=0,
+        options={"noise_multiplier": 1.0, "frozen": (), "persist_optimizer_state": True},
+    )
     with pytest.raises(ValueError, match="fresh optimiser"):
         FederatedSimulation(config, toy_task(), RunDirectory(tmp_path / "run"), progress=False)

@@ -37,13 +37,30 @@ def _train(args: list[str]):
 @pytest.fixture(scope="module")
 def personal_runs(tmp_path_factory, tiny_data: Path, tiny_base: Path) -> dict[str, Path]:
     runs = {}
-    for name, extra in (("fedavg-ft", ["--rounds", "1"]), ("local-only", []),
-                        ("fedavg-ft-0", ["--rounds", "1", "--finetune-epochs", "0"])):
+    for name, extra in (
+        ("fedavg-ft", ["--rounds", "1"]),
+        ("local-only", []),
+        ("fedavg-ft-0", ["--rounds", "1", "--finetune-epochs", "0"]),
+    ):
         out = tmp_path_factory.mktemp("runs") / name
         preset = name.removesuffix("-0")
-        result = _train(["--preset", preset, "--data", str(tiny_data), "--out", str(out),
-                         "--base", str(tiny_base), "--finetune-epochs", "1", "--val-limit", "4",
-                         *extra])
+        result = _train(
+            [
+                "--preset",
+                preset,
+                "--data",
+                str(tiny_data),
+                "--out",
+                str(out),
+                "--base",
+                str(tiny_base),
+                "--finetune-epochs",
+                "1",
+                "--val-limit",
+                "4",
+                *extra,
+            ]
+        )
         assert result.exit_code == 0, result.output
         runs[name] = out
     return runs
@@ -135,13 +152,24 @@ class InterruptedFineTuning(LocalFineTuning):
         super().personalise(job)
 
 
-CONFIG = TrainConfig(method="finetune", rounds=2, clients_per_round=2, batch_size=8, val_limit=0,
-                     options={"lr": 0.05, "frozen": (), "finetune_epochs": 2})
+CONFIG = TrainConfig(
+    method="finetune",
+    rounds=2,
+    clients_per_round=2,
+    batch_size=8,
+    val_limit=0,
+    options={"lr": 0.05, "frozen": (), "finetune_epochs": 2},
+)
 
 
 def _simulation(run: Path, method: LocalFineTuning, rounds: int = 2) -> FederatedSimulation:
-    return FederatedSimulation(CONFIG.replace(rounds=rounds), toy_task(clients=4),
-                               RunDirectory(run), progress=False, method=method)
+    return FederatedSimulation(
+        CONFIG.replace(rounds=rounds),
+        toy_task(clients=4),
+        RunDirectory(run),
+        progress=False,
+        method=method,
+    )
 
 
 def test_resume_in_the_personalisation_keeps_the_clients_done(tmp_path: Path) -> None:
@@ -158,14 +186,16 @@ def test_resume_in_the_personalisation_keeps_the_clients_done(tmp_path: Path) ->
     resumed.run(resume=True)
     assert resumed_method.calls == [2, 3]  # clients 0 and 1 kept their state, not redone
     for client, tensors in whole.client_states.items():
-        assert tensors and all(torch.equal(tensors[n], resumed.client_states[client][n])
-                               for n in tensors)
+        assert tensors and all(
+            torch.equal(tensors[n], resumed.client_states[client][n]) for n in tensors
+        )
     for client in range(4):
         a = load_file(tmp_path / "whole" / "personal" / f"client_{client}.safetensors")
         b = load_file(tmp_path / "parts" / "personal" / f"client_{client}.safetensors")
         assert a.keys() == b.keys() and a and all(torch.equal(a[n], b[n]) for n in a)
-    assert ((tmp_path / "whole" / "communication_log.jsonl").read_text()
-            == (tmp_path / "parts" / "communication_log.jsonl").read_text())
+    assert (tmp_path / "whole" / "communication_log.jsonl").read_text() == (
+        tmp_path / "parts" / "communication_log.jsonl"
+    ).read_text()
     with pytest.raises(ValueError, match="cannot add rounds"):
         _simulation(tmp_path / "parts", InterruptedFineTuning(None), rounds=3).run(resume=True)
 
@@ -184,13 +214,28 @@ def test_personal_models_beat_the_global_one_on_their_own_data(tmp_path: Path) -
         assert loss(simulation.personal_model(client), client) < loss(simulation.model, client)
 
 
-def test_fedavg_ft_has_the_fedavg_global_model(personal_runs, tiny_data: Path, tiny_base: Path,
-                                               tmp_path: Path) -> None:
+def test_fedavg_ft_has_the_fedavg_global_model(
+    personal_runs, tiny_data: Path, tiny_base: Path, tmp_path: Path
+) -> None:
     """The fine-tuning comes after FedAvg's rounds: the global checkpoint is fedavg's, bit for
     bit (the README's `fedavg` track-3 row scores the fedavg-ft run's checkpoint)."""
     out = tmp_path / "fedavg"
-    result = _train(["--preset", "fedavg", "--data", str(tiny_data), "--out", str(out),
-                     "--base", str(tiny_base), "--rounds", "1", "--val-limit", "4"])
+    result = _train(
+        [
+            "--preset",
+            "fedavg",
+            "--data",
+            str(tiny_data),
+            "--out",
+            str(out),
+            "--base",
+            str(tiny_base),
+            "--rounds",
+            "1",
+            "--val-limit",
+            "4",
+        ]
+    )
     assert result.exit_code == 0, result.output
     fedavg = load_file(out / "checkpoint" / "model.safetensors")
     fedavg_ft = load_file(personal_runs["fedavg-ft"] / "checkpoint" / "model.safetensors")

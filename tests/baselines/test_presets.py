@@ -43,9 +43,24 @@ def preset_runs(tmp_path_factory, tiny_data: Path, tiny_base: Path) -> dict[str,
     runs = {}
     for preset in PRESETS:
         out = tmp_path_factory.mktemp("runs") / preset
-        result = _run(["--method", preset, "--data", str(tiny_data), "--out", str(out),
-                       "--base", str(tiny_base), "--rounds", "1", "--local-epochs", "1",
-                       "--val-limit", "4"])
+        result = _run(
+            [
+                "--method",
+                preset,
+                "--data",
+                str(tiny_data),
+                "--out",
+                str(out),
+                "--base",
+                str(tiny_base),
+                "--rounds",
+                "1",
+                "--local-epochs",
+                "1",
+                "--val-limit",
+                "4",
+            ]
+        )
         assert result.exit_code == 0, result.output
         runs[preset] = out
     return runs
@@ -66,9 +81,12 @@ def test_one_round_writes_a_valid_log(preset: str, preset_runs, tiny_base: Path)
     assert sorted(r[2] for r in downs) == sorted(r[1] for r in ups)
     assert all(0 <= r[2] < 10 for r in downs) and all(r[0] == 1 for r in body)
 
-    records = [json.loads(line) for line in (out / "communication_log.jsonl").read_text().splitlines()]
-    assert [[r["federated_round"], r["sender"], r["receiver"], r["amount_of_bytes"]]
-            for r in records] == body
+    records = [
+        json.loads(line) for line in (out / "communication_log.jsonl").read_text().splitlines()
+    ]
+    assert [
+        [r["federated_round"], r["sender"], r["receiver"], r["amount_of_bytes"]] for r in records
+    ] == body
     shapes = _communicated_shapes(tiny_base, preset)
     for record in records:
         assert record["parameters"] == list(shapes)
@@ -102,9 +120,15 @@ def test_full_fine_tuning_sends_tied_embeddings_once(preset_runs, tiny_base: Pat
     model = load_model(tiny_base)
     shared = model.language_backbone.shared.weight
     assert model.language_backbone.lm_head.weight.data_ptr() == shared.data_ptr()
-    record = json.loads((preset_runs["fedavg"] / "communication_log.jsonl").read_text().splitlines()[0])
-    tied = {"language_backbone.shared.weight", "language_backbone.encoder.embed_tokens.weight",
-            "language_backbone.decoder.embed_tokens.weight", "language_backbone.lm_head.weight"}
+    record = json.loads(
+        (preset_runs["fedavg"] / "communication_log.jsonl").read_text().splitlines()[0]
+    )
+    tied = {
+        "language_backbone.shared.weight",
+        "language_backbone.encoder.embed_tokens.weight",
+        "language_backbone.decoder.embed_tokens.weight",
+        "language_backbone.lm_head.weight",
+    }
     assert len(tied & set(record["parameters"])) == 1
     assert not any(n.startswith("visual_embedding.image_model.") for n in record["parameters"])
     state = model.state_dict()
@@ -116,7 +140,9 @@ def test_full_fine_tuning_sends_tied_embeddings_once(preset_runs, tiny_base: Pat
 
 
 @pytest.mark.parametrize("preset", sorted(PRESETS))
-def test_checkpoint_is_the_base_architecture_and_loads(preset: str, preset_runs, tiny_base: Path) -> None:
+def test_checkpoint_is_the_base_architecture_and_loads(
+    preset: str, preset_runs, tiny_base: Path
+) -> None:
     from benchmark.model import load_model
 
     trained = load_model(preset_runs[preset] / "checkpoint")
@@ -173,23 +199,66 @@ def test_another_optimizer_drops_the_presets_own_optimizer_options() -> None:
         preset_config("dp-clgecl", optimizer="adamw", momentum=0.5, epsilon=1.0)
 
 
-def test_adapters_alone_with_fully_trained_none(tiny_data: Path, tiny_base: Path,
-                                                tmp_path: Path) -> None:
+def test_adapters_alone_with_fully_trained_none(
+    tiny_data: Path, tiny_base: Path, tmp_path: Path
+) -> None:
     """`--fully-trained none` sends the LoRA adapters and nothing else; `none` is no target."""
     out = tmp_path / "adapters-only"
-    result = _run(["--method", "lora-nf4", "--data", str(tiny_data), "--out", str(out),
-                   "--base", str(tiny_base), "--rounds", "1", "--local-epochs", "1",
-                   "--lora-rank", "1", "--lora-targets", "q,v", "--fully-trained", "none",
-                   "--val-limit", "0"])
+    result = _run(
+        [
+            "--method",
+            "lora-nf4",
+            "--data",
+            str(tiny_data),
+            "--out",
+            str(out),
+            "--base",
+            str(tiny_base),
+            "--rounds",
+            "1",
+            "--local-epochs",
+            "1",
+            "--lora-rank",
+            "1",
+            "--lora-targets",
+            "q,v",
+            "--fully-trained",
+            "none",
+            "--val-limit",
+            "0",
+        ]
+    )
     assert result.exit_code == 0, result.output
     messages = [json.loads(line) for line in (out / "communication_log.jsonl").open()]
     names = {name for message in messages for name in message["parameters"]}
     assert names and all(".lora_A." in name or ".lora_B." in name for name in names), names
     assert {message["format"] for message in messages} == {"nf4"}
 
-    refused = CliRunner().invoke(train, ["--method", "lora", "--data", str(tiny_data), "--out",
-                                         str(tmp_path / "none"), "--lora-targets", "none"])
+    refused = CliRunner().invoke(
+        train,
+        [
+            "--method",
+            "lora",
+            "--data",
+            str(tiny_data),
+            "--out",
+            str(tmp_path / "none"),
+            "--lora-targets",
+            "none",
+        ],
+    )
     assert refused.exit_code != 0 and "at least one target module" in refused.output
-    empty = CliRunner().invoke(train, ["--method", "lora", "--data", str(tiny_data), "--out",
-                                       str(tmp_path / "empty"), "--fully-trained", ","])
+    empty = CliRunner().invoke(
+        train,
+        [
+            "--method",
+            "lora",
+            "--data",
+            str(tiny_data),
+            "--out",
+            str(tmp_path / "empty"),
+            "--fully-trained",
+            ",",
+        ],
+    )
     assert empty.exit_code == 2 and "or none" in empty.output

@@ -31,11 +31,17 @@ def vt5_base(tmp_path_factory) -> Path:
     return init_checkpoint("vt5-base", tmp_path_factory.mktemp("vt5-base") / "model")
 
 
-@pytest.mark.parametrize(("preset", "overrides", "values"), [
-    ("fedavg", {}, 250_333_440),
-    ("lora", {"lora_rank": 6, "lora_targets": ("q", "v")},
-     LORA_QV_R6_VALUES + FULLY_TRAINED_VALUES),
-])
+@pytest.mark.parametrize(
+    ("preset", "overrides", "values"),
+    [
+        ("fedavg", {}, 250_333_440),
+        (
+            "lora",
+            {"lora_rank": 6, "lora_targets": ("q", "v")},
+            LORA_QV_R6_VALUES + FULLY_TRAINED_VALUES,
+        ),
+    ],
+)
 def test_one_local_step_at_the_real_size(preset, overrides, values, vt5_base, tiny_data):
     import torch
 
@@ -52,8 +58,7 @@ def test_one_local_step_at_the_real_size(preset, overrides, values, vt5_base, ti
     model = method.prepare(task.build_model(), seed=0)
     spec = select_communicated(model, prefix=method.prefix)
     start = get_values(model, spec)
-    trainer = LocalTrainer(task.collate, epochs=1, batch_size=2,
-                           optimizer=config.build_optimizer())
+    trainer = LocalTrainer(task.collate, epochs=1, batch_size=2, optimizer=config.build_optimizer())
     stats = trainer.train(model, task.client_data[0].select([0, 1]), seed=0)
     delta = {name: value - start[name] for name, value in get_values(model, spec).items()}
 

@@ -45,15 +45,22 @@ class PartiesSimulation(FederatedSimulation):
         super().__init__(config, task, run_dir, progress=False)
         self.parties: dict[int, FederatedClient] = {}
 
-    def fit_round(self, federated_round: int, clients: list[int],
-                  broadcast: EncodedMessage) -> list[ClientReply]:
-        sent = EncodedMessage(bytes(broadcast.payload), broadcast.data_bytes, broadcast.names,
-                              broadcast.format, broadcast.official_logger_bytes)
+    def fit_round(
+        self, federated_round: int, clients: list[int], broadcast: EncodedMessage
+    ) -> list[ClientReply]:
+        sent = EncodedMessage(
+            bytes(broadcast.payload),
+            broadcast.data_bytes,
+            broadcast.names,
+            broadcast.format,
+            broadcast.official_logger_bytes,
+        )
         replies = []
         for k in clients:
             if k not in self.parties:  # a party joins when first sampled
                 self.parties[k] = FederatedClient.build(
-                    self.config, self.task, _bound_method(self.config, self.task), clients=[k])
+                    self.config, self.task, _bound_method(self.config, self.task), clients=[k]
+                )
             replies.append(self.parties[k].fit(federated_round, k, sent))
         return replies
 
@@ -65,11 +72,11 @@ def _global(run: Path) -> dict[str, torch.Tensor]:
 
 @pytest.mark.parametrize(
     ("preset", "options"),
-    [("lora-nf4", {"rounds": 2, "local_epochs": 1}),
-     ("dp-lora", {"rounds": 1, "epsilon": 4.0})],
+    [("lora-nf4", {"rounds": 2, "local_epochs": 1}), ("dp-lora", {"rounds": 1, "epsilon": 4.0})],
 )
-def test_separate_parties_reproduce_the_in_process_run(preset, options, task,
-                                                       tmp_path: Path) -> None:
+def test_separate_parties_reproduce_the_in_process_run(
+    preset, options, task, tmp_path: Path
+) -> None:
     config = preset_config(preset, val_limit=0, **options)
     in_process, parties = tmp_path / "in-process", tmp_path / "parties"
     FederatedSimulation(config, task, RunDirectory(in_process), progress=False).run()
@@ -101,8 +108,7 @@ def _log_lines(run: Path) -> list[str]:
 def test_a_party_refuses_a_client_whose_data_it_does_not_hold(task) -> None:
     config = preset_config("lora", rounds=1, val_limit=0)
     party = FederatedClient.build(config, task, _bound_method(config, task), clients=[3])
-    broadcast = config.build_codec().encode(
-        get_values(party.model, party.parameters))
+    broadcast = config.build_codec().encode(get_values(party.model, party.parameters))
     with pytest.raises(ValueError, match=r"client 4 is not one of this party's clients \(\[3\]\)"):
         party.fit(1, 4, broadcast)
 

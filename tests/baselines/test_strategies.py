@@ -71,7 +71,9 @@ def test_adaptive_strategies_match_algorithm_2(cls, yogi: bool) -> None:
     weights = {"w": torch.tensor([10.0])}
     deltas = [2.0, 0.1, -0.5]
     for round_, delta in enumerate(deltas, start=1):
-        weights = strategy.aggregate_fit(round_, weights, [ClientUpdate({"w": torch.tensor([delta])}, 4)])
+        weights = strategy.aggregate_fit(
+            round_, weights, [ClientUpdate({"w": torch.tensor([delta])}, 4)]
+        )
     assert weights["w"].item() == pytest.approx(_adaptive_by_hand(deltas, yogi=yogi), rel=1e-6)
 
 

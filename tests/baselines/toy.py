@@ -38,17 +38,33 @@ def toy_task(clients: int = 3, rows: int = 24) -> FederatedTask:
     for client in range(clients):
         x = torch.randn(rows, 2, generator=generator)
         y = x @ torch.tensor([1.0 + client, -2.0 * client]) + 0.5 * client
-        data.append(Dataset.from_dict({"x": x.tolist(), "y": y.tolist(),
-                                       "provider": [f"p{client}-{i % 2}" for i in range(rows)]}))
+        data.append(
+            Dataset.from_dict(
+                {
+                    "x": x.tolist(),
+                    "y": y.tolist(),
+                    "provider": [f"p{client}-{i % 2}" for i in range(rows)],
+                }
+            )
+        )
 
     def collate(batch):
-        return {"x": torch.tensor([row["x"] for row in batch]),
-                "labels": torch.tensor([row["y"] for row in batch])}
+        return {
+            "x": torch.tensor([row["x"] for row in batch]),
+            "labels": torch.tensor([row["y"] for row in batch]),
+        }
 
     def save_model(model: nn.Module, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
-        save_file({k: v.contiguous() for k, v in model.state_dict().items()},
-                  directory / "model.safetensors")
+        save_file(
+            {k: v.contiguous() for k, v in model.state_dict().items()},
+            directory / "model.safetensors",
+        )
 
-    return FederatedTask(build_model=ToyRegression, collate=collate, client_data=data,
-                         evaluate=None, save_model=save_model)
+    return FederatedTask(
+        build_model=ToyRegression,
+        collate=collate,
+        client_data=data,
+        evaluate=None,
+        save_model=save_model,
+    )

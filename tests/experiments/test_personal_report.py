@@ -15,39 +15,61 @@ from experiments.personal_report import (
 
 
 def _scores(personal: list[float], global_: list[float], flags: list[bool]) -> dict:
-    clients = [{"client": k, "n": 10 * (k + 1), "personal_anls": p, "global_anls": g,
-                "personalised": f}
-               for k, (p, g, f) in enumerate(zip(personal, global_, flags, strict=True))]
+    clients = [
+        {"client": k, "n": 10 * (k + 1), "personal_anls": p, "global_anls": g, "personalised": f}
+        for k, (p, g, f) in enumerate(zip(personal, global_, flags, strict=True))
+    ]
     n = sum(c["n"] for c in clients)
-    return {"clients": clients, "personal_anls": sum(c["n"] * c["personal_anls"]
-                                                       for c in clients) / n,
-            "personal_anls_std": 0.05, "worst_client": 0, "worst_anls": personal[0],
-            "global_personal_anls": sum(c["n"] * c["global_anls"] for c in clients) / n,
-            "unseen_anls": 0.4, "n": n, "unseen_n": 7, "seconds": 1.0}
+    return {
+        "clients": clients,
+        "personal_anls": sum(c["n"] * c["personal_anls"] for c in clients) / n,
+        "personal_anls_std": 0.05,
+        "worst_client": 0,
+        "worst_anls": personal[0],
+        "global_personal_anls": sum(c["n"] * c["global_anls"] for c in clients) / n,
+        "unseen_anls": 0.4,
+        "n": n,
+        "unseen_n": 7,
+        "seconds": 1.0,
+    }
 
 
 def test_table_and_plot(tmp_path: Path) -> None:
     base = tmp_path / "track3-base-seed0"
     tuned = tmp_path / "track3-fedavg-ft-seed0"
-    for directory, scores in ((base, _scores([0.2, 0.4], [0.2, 0.4], [False, False])),
-                              (tuned, _scores([0.3, 0.6], [0.2, 0.4], [True, True]))):
+    for directory, scores in (
+        (base, _scores([0.2, 0.4], [0.2, 0.4], [False, False])),
+        (tuned, _scores([0.3, 0.6], [0.2, 0.4], [True, True])),
+    ):
         directory.mkdir()
         (directory / "personal_test.json").write_text(json.dumps(scores))
-    (tuned / "submission.json").write_text(json.dumps({"total_bytes": 2_500_000,
-                                                       "timing": {"wall": 12.0}}))
+    (tuned / "submission.json").write_text(
+        json.dumps({"total_bytes": 2_500_000, "timing": {"wall": 12.0}})
+    )
     reports = [read_personal(base), read_personal(tuned)]
     assert [r.name for r in reports] == ["base", "fedavg-ft"]
     assert not reports[0].personalised and reports[1].personalised
     table = markdown_table(reports)
     # (10 x 0.3 + 20 x 0.6) / 30 = 0.5; (10 x 0.2 + 20 x 0.4) / 30 = 0.3333
-    assert "| `fedavg-ft` | 0.5000 ± 0.0500 | 0.3000 (client 0) | 0.3333 | 0.4000 | 2.50 MB | 12 s |" in table
+    assert (
+        "| `fedavg-ft` | 0.5000 ± 0.0500 | 0.3000 (client 0) | 0.3333 | 0.4000 | 2.50 MB | 12 s |"
+        in table
+    )
     assert "| `base` | 0.3333 ± 0.0500 | 0.2000 (client 0) | 0.3333 | 0.4000 | 0 | - |" in table
     plot = plot_per_client(reports, tmp_path / "plot.png")
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert per_client_csv(reports) == ("client,questions,base,fedavg-ft\n"
-                                       "0,10,0.2000,0.3000\n"
-                                       "1,20,0.4000,0.6000\n")
-    main([str(base), str(tuned), "--plot", str(tmp_path / "again.png"),
-          "--csv", str(tmp_path / "clients.csv")])
+    assert per_client_csv(reports) == (
+        "client,questions,base,fedavg-ft\n0,10,0.2000,0.3000\n1,20,0.4000,0.6000\n"
+    )
+    main(
+        [
+            str(base),
+            str(tuned),
+            "--plot",
+            str(tmp_path / "again.png"),
+            "--csv",
+            str(tmp_path / "clients.csv"),
+        ]
+    )
     assert (tmp_path / "again.png").stat().st_size > 1000
     assert (tmp_path / "clients.csv").read_text() == per_client_csv(reports)

@@ -13,9 +13,9 @@ from benchmark.data import load_split
 from experiments.run import Experiment, full_val_report, run_experiment, track2_table
 
 
-def test_a_run_is_trained_once_and_scored_on_the_whole_val_split(tiny_data: Path,
-                                                                 tiny_base: Path,
-                                                                 tmp_path: Path) -> None:
+def test_a_run_is_trained_once_and_scored_on_the_whole_val_split(
+    tiny_data: Path, tiny_base: Path, tmp_path: Path
+) -> None:
     experiment = Experiment("fedavg", "fedavg", ("--rounds", "1"))
     run = run_experiment(experiment, tiny_data, tmp_path, str(tiny_base), val_limit=2)
     scores = json.loads((run / "val.json").read_text())
@@ -34,8 +34,9 @@ def test_a_run_is_trained_once_and_scored_on_the_whole_val_split(tiny_data: Path
 
 
 @pytest.mark.slow  # about 2 minutes: five trainings and four scorings as processes
-def test_round_by_round_checkpoints_are_those_of_one_run(tiny_data: Path, tiny_base: Path,
-                                                         tmp_path: Path) -> None:
+def test_round_by_round_checkpoints_are_those_of_one_run(
+    tiny_data: Path, tiny_base: Path, tmp_path: Path
+) -> None:
     from safetensors.torch import load_file
 
     from experiments.round_scores import (
@@ -49,15 +50,22 @@ def test_round_by_round_checkpoints_are_those_of_one_run(tiny_data: Path, tiny_b
     assert [score.round for score in scores] == [1, 2]
     assert scores[0].total_bytes * 2 == scores[1].total_bytes  # every round sends the same
     assert all(0.0 <= s.val_anls <= 1.0 and 0.0 <= s.test_anls <= 1.0 for s in scores)
-    whole = run_experiment(Experiment("straight", "fedavg", ("--rounds", "2")), tiny_data,
-                           tmp_path, str(tiny_base), val_limit=0)
+    whole = run_experiment(
+        Experiment("straight", "fedavg", ("--rounds", "2")),
+        tiny_data,
+        tmp_path,
+        str(tiny_base),
+        val_limit=0,
+    )
     resumed = load_file(tmp_path / "by-round" / "checkpoint" / "model.safetensors")
     straight = load_file(whole / "checkpoint" / "model.safetensors")
     assert resumed.keys() == straight.keys()
     assert all(torch.equal(resumed[name], straight[name]) for name in resumed)
     (whole / "snapshots").mkdir()
-    shutil.copy(whole / "state" / "round-0002" / "global.safetensors",
-                whole / "snapshots" / "round-0002.safetensors")
+    shutil.copy(
+        whole / "state" / "round-0002" / "global.safetensors",
+        whole / "snapshots" / "round-0002.safetensors",
+    )
     rebuilt = load_file(snapshot_checkpoint(whole, 2, str(tiny_base)) / "model.safetensors")
     assert all(torch.equal(rebuilt[name], straight[name]) for name in straight)
     assert bytes_through(whole, 2) == scores[1].total_bytes
@@ -77,8 +85,9 @@ def test_only_selects_track_3_runs_by_short_name() -> None:
         selected(TRACK3, "pfedcr,fedavg")
 
 
-def test_the_base_is_scored_once_into_its_file(tiny_data: Path, tiny_base: Path,
-                                               tmp_path: Path) -> None:
+def test_the_base_is_scored_once_into_its_file(
+    tiny_data: Path, tiny_base: Path, tmp_path: Path
+) -> None:
     from experiments.run import score_split
 
     target = tmp_path / "base" / "val.json"
@@ -118,21 +127,42 @@ def test_without_a_fedavg_run_the_threshold_is_the_benchmarks(tmp_path: Path) ->
         run = tmp_path / name
         (run / "rounds").mkdir(parents=True)
         for round_, test in enumerate(tests, start=1):
-            (run / "rounds" / f"{round_}.json").write_text(json.dumps(
-                {"round": round_, "total_bytes": 1000 * round_, "val_anls": test,
-                 "test_anls": test}))
-        (run / "submission.json").write_text(json.dumps(
-            {"method": "full", "rounds": len(tests), "clients_per_round": 2,
-             "bytes_per_message": 250, "total_bytes": 1000 * len(tests),
-             "timing": {"wall": 10.0, "client_training": 8.0}}))
+            (run / "rounds" / f"{round_}.json").write_text(
+                json.dumps(
+                    {
+                        "round": round_,
+                        "total_bytes": 1000 * round_,
+                        "val_anls": test,
+                        "test_anls": test,
+                    }
+                )
+            )
+        (run / "submission.json").write_text(
+            json.dumps(
+                {
+                    "method": "full",
+                    "rounds": len(tests),
+                    "clients_per_round": 2,
+                    "bytes_per_message": 250,
+                    "total_bytes": 1000 * len(tests),
+                    "timing": {"wall": 10.0, "client_training": 8.0},
+                }
+            )
+        )
         (run / "metrics.jsonl").write_text("")
 
     scored_run("fedshampoo-lr2e-2", [0.35, 0.41, 0.42])
     table, _ = optimiser_track1(tmp_path, 0.40)
     assert table.startswith("threshold: 0.4 (the benchmark's")
-    assert "| fedshampoo-lr2e-2 | 0.3500, 0.4100, 0.4200 | 0.4200 | 0.4200 | 250 | 3.00 kB | 2 | 2.00 kB |" in table
+    assert (
+        "| fedshampoo-lr2e-2 | 0.3500, 0.4100, 0.4200 | 0.4200 | 0.4200 | 250 | 3.00 kB | 2 | 2.00 kB |"
+        in table
+    )
 
     scored_run("fedavg", [0.30, 0.44])  # 95% of 0.44 = 0.418: fedshampoo reaches it at round 3
     table, _ = optimiser_track1(tmp_path, 0.40)
     assert table.startswith("threshold: 0.418 (95% of fedavg's")
-    assert "| fedshampoo-lr2e-2 | 0.3500, 0.4100, 0.4200 | 0.4200 | 0.4200 | 250 | 3.00 kB | 3 | 3.00 kB |" in table
+    assert (
+        "| fedshampoo-lr2e-2 | 0.3500, 0.4100, 0.4200 | 0.4200 | 0.4200 | 250 | 3.00 kB | 3 | 3.00 kB |"
+        in table
+    )
