@@ -1,7 +1,8 @@
 """Federated engine, track-1 baselines (FedAvg, LoRA, NF4 wire) and exact communication logs.
 
-`pflkit train` (``baselines.cli``) runs a preset; ``baselines.engine.simulation.FederatedSimulation`` is the
-round loop; methods (``baselines.methods``: what clients train and send), strategies
-(``baselines.strategies``: how the server combines) and wire formats (``baselines.wire``) are
-separate, pluggable axes. See baselines/README.md.
+`pflkit train` (``baselines.cli``) runs a preset; the engine (``baselines.engine``) runs its
+rounds (``baselines.engine.simulation.FederatedSimulation`` in one process); methods
+(``baselines.methods``: what clients train and send), strategies (``baselines.strategies``: how
+the server combines) and wire formats (``baselines.wire``) are separate, pluggable axes. See
+docs/participants/baselines.md.
 """
