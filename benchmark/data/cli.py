@@ -101,6 +101,44 @@ def generate(
     )
 
 
+@data.command("add-canaries")
+@click.argument("src", type=click.Path(exists=True, file_okay=False))
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Directory to write.")
+@click.option("--canaries", type=click.IntRange(min=1), required=True, help="M canary providers.")
+@click.option("--kind", type=click.Choice(["membership", "reconstruction"]),
+              default="membership", show_default=True,
+              help="membership: each canary joins on a secret coin; reconstruction: every "
+              "canary joins with its VAT id and IBAN one of --candidates secret candidates.")  # fmt: skip
+@click.option("--candidates", type=click.IntRange(min=2), default=10, show_default=True,
+              help="Candidate secrets of a reconstruction canary (k).")  # fmt: skip
+@click.option("--documents", type=click.IntRange(min=1), default=None,
+              help="Invoices of every canary (default: drawn from its client's providers' counts).")  # fmt: skip
+@click.option("--seed", type=int, default=0, show_default=True, help="Same seed, same bytes.")
+def add_canaries(
+    src: str, out: str, canaries: int, kind: str, candidates: int, documents: int | None,
+    seed: int,
+) -> None:  # fmt: skip
+    """Copy the data directory SRC (the real PFL-DocVQA layout or a generated one) to OUT with M
+    canary providers added to the clients' training files; the coins, secrets and probes go
+    to OUT/evaluator/ only."""
+    import time
+
+    from benchmark.data.add_canaries import add_canaries as add
+    from benchmark.data.errors import DataError
+    from benchmark.data.synthetic.canaries import CanarySpec
+
+    start = time.perf_counter()
+    try:
+        summary = add(src, out, CanarySpec(canaries, kind, candidates, documents), seed=seed)
+    except DataError as error:
+        raise click.ClickException(str(error)) from error
+    click.echo(
+        f"wrote {out}: {summary['canaries']} {kind} canaries ({summary['included']} in training, "
+        f"{summary['records_added']} records added, {summary['probes']} probes) in "
+        f"{time.perf_counter() - start:.1f} s"
+    )
+
+
 @data.command()
 @click.argument("data_dir", type=click.Path(exists=True, file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
