@@ -1,4 +1,4 @@
-"""The FSP table of the README: each run's phases, val ANLS, bytes and wall time.
+"""The FSP table of docs/results/fsp-runs.md: each run's phases, val ANLS, bytes and wall time.
 
 A run directory of ``pflkit train`` holds ``submission.json`` (its ``pretraining`` when it
 pre-trained), ``pretraining/submission.json`` (the phase's own bytes and time) and, from

@@ -1,4 +1,4 @@
-"""The README's experiments: the presets on one benchmark, their tables and plots.
+"""The experiments behind docs/results/: the presets on one benchmark, their tables and plots.
 
 ``python -m experiments.run --data DIR --out DIR [--track 1|2|3|all] [--parallel 2]``
 
@@ -98,7 +98,7 @@ class Experiment:
 
 
 TRACK1 = tuple(Experiment(name, name) for name in ("fedavg", "lora", "lora-1client", "lora-nf4"))
-#: What the ``lora`` preset's choices are worth on ``mini`` (README, "Federated baselines"), all
+#: What the ``lora`` preset's choices are worth on ``mini`` (docs/results/track1-baselines.md), all
 #: over FedAvg's 10 rounds: the winner's targets (rank 6 on q and v), the preset's adapters at
 #: half its rounds, feed-forward layers only, and a rank-32 probe of the capacity that closes
 #: the gap at 10 rounds.
