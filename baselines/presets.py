@@ -11,7 +11,7 @@
   0.105 val ANLS from full fine-tuning on ``mini``, and adapters on ``q`` and ``v`` alone do not
   carry that (0.333 after 7 rounds and 0.332 after 10, from 0.324). So the preset puts rank 2
   on every linear layer of the language backbone (``q k v o wi wo``, 32x fewer bytes per
-  message than ``fedavg``) at lr 3e-3, for 20 rounds (README, "Federated baselines").
+  message than ``fedavg``) at lr 3e-3, for 20 rounds (docs/participants/baselines.md).
 - ``lora-1client``: the same with 1 client per round and 16 local epochs, 2 rounds.
 - ``lora-nf4``: ``lora-1client`` with every message NF4-quantised on the wire.
 

@@ -4,7 +4,7 @@ what the audit costs beside the scoring.
 
 On a ``mini`` benchmark generated with canary providers (``pflkit data generate --canaries M
 --canary-documents D``), it trains (or keeps) every run of :data:`RUNS` with ``pflkit train``
-and scores it on val (``baselines.experiments.run_experiment``), writes the dishonest submission (the strongest non-private run with the epsilon-1 run's
+and scores it on val (``experiments.run.run_experiment``), writes the dishonest submission (the strongest non-private run with the epsilon-1 run's
 ``privacy.json``: same benchmark, a false claim), audits all of them in one ``pflkit audit``
 (the base model's pass over the probes is made once), times ``pflkit evaluate --split test`` on
 one checkpoint for the cost comparison, and writes ``OUT/audit.md`` (also printed). Figures

@@ -23,7 +23,7 @@ Adaptations to a generative VT5 (the chapter classifies over 1,642 fixed answers
 - ``lambda`` is ``--fedp3-lambda``: 1 by default (the chapter's choice), 0.1 in the ``fedp3``
   preset. Here ``L_p3`` sums 90 ordered pairs at every answer *token*, where the chapter's
   classifier had one candidate set per question, so lambda 1 anchors each client to the round's
-  global model more than it lets it learn: on ``mini`` (README, "The seeds' methods") lambda 1
+  global model more than it lets it learn: on ``mini`` (docs/participants/personal-methods.md) lambda 1
   left the global model at 0.3854 unseen-provider ANLS against FedAvg's 0.4349 and a round-10
   train loss of 1.079 against 0.392; lambda 0.1 gave 0.4310 and 0.450. The filter's selection
   carries no gradient (a top-N); ``H_S`` is bounded away from 0 (1e-6) so a confident student keeps a

@@ -24,7 +24,7 @@ clipping threshold are not in the published text):
   On ``mini`` it fitted the clients' data more slowly than ``fedavg`` in every round and missed
   the track-1 threshold in 10 rounds; 4 times the step fitted faster than ``fedavg`` in a 4-round
   probe, and the 10-round run at 2e-2 reached the threshold at round 6 against ``fedavg``'s 9
-  (README, "The runners-up"). Clipping is untuned. The rest of the shape is ``fedavg``'s (10
+  (docs/participants/runners-up.md). Clipping is untuned. The rest of the shape is ``fedavg``'s (10
   rounds, 2 of 10 clients, 1 local epoch, FedAvg server), as the report compares against that
   baseline.
 """

@@ -1,7 +1,7 @@
 """Where a model runs and at which precision: one place for `--device` and `--precision`.
 
 `pflkit evaluate`, the scoring worker (`pflkit worker`) and `pflkit train` take the same two
-options (training: `baselines.placement`). The default
+options (training: `baselines.engine.placement`). The default
 device is CUDA when torch sees a GPU, else the CPU; the default precision is fp32, which gives
 the same answers on every device up to float rounding. bf16 is `torch.autocast` around the
 forward passes (weights stay fp32): faster on GPUs with bf16 units, not bit-compatible.

@@ -72,8 +72,8 @@ class Settings(BaseSettings):
             else the CPU), ``cpu``, ``cuda`` or ``cuda:N`` (``benchmark.model.device``).
         precision: ``fp32``, or ``bf16`` (autocast on the forward passes; not bit-compatible).
         audit_attack: the privacy audit's attack (``evaluator.canary_audit``): ``question``
-            (the canary invoices' own questions; the default: the stronger of the two, README
-            "Privacy audit") or ``secret`` (identity questions with the identity removed from
+            (the canary invoices' own questions; the default: the stronger of the two,
+            docs/organisers/audit.md) or ``secret`` (identity questions with the identity removed from
             the OCR). Fixed before the competition opens.
         torch_threads: intra-op threads of a scoring worker (0: torch's default). On a machine
             shared with other work, 1 avoids oversubscription (twice as fast here under load).

@@ -20,7 +20,7 @@ tally says nothing about what the messages carried. From the organisers' referen
    CSV, :func:`evaluator.validation.commlog.parse_log`).
 
 A violation is an :class:`InvalidSubmission` (the submission is ``rejected``) that names the
-tensor or message and the numbers. What these checks cannot see is in ``evaluator/README.md``.
+tensor or message and the numbers. What these checks cannot see is in ``docs/organisers/evaluator.md``.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ BYTES_CHECKED = (
     "rank), and every message must claim at least the bytes its wire format needs for the "
     "tensors it names (fp32: 4 bytes a value; NF4: the packed size)"
 )
-#: what the binding cannot see (evaluator/README.md).
+#: what the binding cannot see (docs/organisers/evaluator.md).
 BYTES_NOT_CHECKED = (
     "a message that claims more bytes than it needed, or tensors that travelled and changed "
     "nothing, are not detected: the log is still the participant's account of the run"

@@ -89,7 +89,7 @@ SCALES: dict[str, Scale] = {
     # per provider (the real data: 4.7-10.6) and few long invoices: seed 0 writes 6,330
     # training invoices (33,163 questions, 8 per provider: one local step of batch 16 for 95%
     # of providers), 1,581 val and 2,355 test questions (2.5x mini's) and a public
-    # corpus of 1,000 documents, in 98 s on 2 loaded cores (README, "Track 2 at scale").
+    # corpus of 1,000 documents, in 98 s on 2 loaded cores (docs/participants/dp-scale.md).
     "dp": Scale(
         name="dp",
         providers_per_client=(400, 418, 404, 414, 429, 423, 423, 416, 401, 421),
