@@ -70,8 +70,12 @@ demo: setup
 	$(BIN)/python -m pflkit.demo --out $(DEMO_DIR)
 
 # The main suite, then (when `make flower-setup` built .venv-flower) `make test-flower`.
+# pytest-xdist runs the main suite on TEST_WORKERS processes (2: the CI machine's cores;
+# `make test TEST_WORKERS=0` runs it in one process). --dist loadfile keeps each test file on one
+# worker, so a module's fixtures (a served leaderboard, a trained run) are built once.
+TEST_WORKERS ?= 2
 test: setup
-	$(BIN)/python -m pytest -m 'not slow and not flower'
+	$(BIN)/python -m pytest -m 'not slow and not flower' -n $(TEST_WORKERS) --dist loadfile
 	@if [ -f $(FLOWER_STAMP) ]; then $(MAKE) --no-print-directory test-flower; \
 	else echo "make test: .venv-flower is missing, Flower's tests were not run (make flower-setup)"; fi
 

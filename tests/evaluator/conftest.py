@@ -59,10 +59,15 @@ def tiny_reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def create_pg_database() -> str:
-    """A fresh PostgreSQL database with a unique name; returns its URL."""
+    """A fresh PostgreSQL database with a unique name; returns its URL.
+
+    The name carries the pytest-xdist worker (``gw0``, ``gw1``; ``main`` in a serial run), so
+    a database left behind by a parallel run names the worker that made it.
+    """
     import psycopg
 
-    name = f"pflkit_eval_test_{uuid.uuid4().hex[:12]}"
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    name = f"pflkit_eval_test_{worker}_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(PG_ADMIN, autocommit=True) as connection:
         connection.execute(f'CREATE DATABASE "{name}"')
     return f"postgresql://postgres@127.0.0.1:5432/{name}"
