@@ -30,7 +30,6 @@ _EXPORTS = {
     "PrivacyDeclaration": "accountant.declaration",
     "DeclarationError": "accountant.declaration",
     "parse_declaration": "accountant.declaration",
-    "load_declaration": "accountant.declaration",
     "VerificationReport": "accountant.report",
     "verify": "accountant.verification",
 }

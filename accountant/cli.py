@@ -1,13 +1,14 @@
 """Command-line group of the `accountant` package (wired into `pflkit` by pflkit/cli.py).
 
-``pflkit dp epsilon``, ``pflkit dp noise`` and ``pflkit dp verify``. The accountants (opacus,
-torch, dp-accounting) are imported inside the commands so ``pflkit --help`` stays fast.
+``pflkit dp epsilon`` and ``pflkit dp noise``. The accountants (opacus, torch, dp-accounting)
+are imported inside the commands so ``pflkit --help`` stays fast. ``pflkit dp verify`` reads an
+untrusted privacy.json with the benchmark's strict reader, which the accountant may not import,
+so it joins this group in :mod:`pflkit.dp`.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 
 import click
 
@@ -47,7 +48,7 @@ def _rate_options(function):
 
 @click.group(name="dp")
 def dp() -> None:
-    """Differential privacy: epsilon, noise calibration and declaration checks."""
+    """Differential privacy: epsilon and noise calibration (`pflkit dp` adds declaration checks)."""
 
 
 @dp.command(name="epsilon")
@@ -139,56 +140,6 @@ def noise_command(epsilon, as_json, delta, **rate_args) -> None:
     table.add_row("sample rate q", f"{sample_rate:.6g}")
     table.add_row("steps", str(steps))
     Console().print(table)
-
-
-@dp.command(name="verify")
-@click.argument("path", type=click.Path(path_type=str))
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def verify_command(path: str, as_json: bool) -> None:
-    """Check a privacy.json claim (or RUN_DIR/privacy.json); exit 1 when it fails, 2 when invalid."""
-    from pathlib import Path
-
-    from accountant.declaration import DeclarationError, load_declaration
-    from accountant.verification import verify
-
-    file = Path(path) / "privacy.json" if Path(path).is_dir() else Path(path)
-    try:
-        report = verify(load_declaration(file))
-    except DeclarationError as error:
-        raise click.UsageError(f"invalid privacy declaration {file}: {error}") from None
-    if as_json:
-        click.echo(report.to_json())
-    else:
-        _print_report(report)
-    if not report.passed:
-        sys.exit(1)
-
-
-def _print_report(report) -> None:
-    """Rich rendering of a verification report."""
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
-    style = "bold green" if report.passed else "bold red"
-    console.print(f"[{style}]{report.verdict}[/{style}] {report.summary().split(': ', 1)[1]}")
-    table = Table(
-        title=f"epsilon at delta {report.declared_delta:g} (declared {report.declared_epsilon:g})"
-    )
-    table.add_column("accountant")
-    table.add_column("epsilon", justify="right")
-    table.add_column("role")
-    for row in report.epsilon_rows():
-        table.add_row(*row)
-    console.print(table)
-    strict = report.strict
-    strict_eps = "inf" if strict["epsilon"] is None else f"{strict['epsilon']:.4f}"
-    console.print(
-        f"RDP delta at the declared epsilon: {report.rdp_delta:.3g}; strict analysis "
-        f"(q = {strict['sample_rate']:.6g}): RDP epsilon {strict_eps}"
-    )
-    for note in report.notes:
-        console.print(f"- {note}", markup=False)
 
 
 def _resolve_rate(args: dict) -> tuple[float, int, dict]:

@@ -1,23 +1,24 @@
-"""The privacy declaration (``privacy.json``): parsing and validation of an untrusted upload.
+"""The privacy declaration (``privacy.json``): validation of an untrusted, already-parsed object.
 
 Keys (docs/design.md): ``epsilon``, ``delta``, ``noise_multiplier``, ``clipping_norm``,
 ``rounds``, ``clients``, ``clients_per_round``, ``providers_per_round``, ``min_providers``,
 ``sampling`` ("poisson" | "fixed"), ``analysis`` ("competition" | "strict"), ``unit``
 ("provider"). Every error is a ``DeclarationError`` that names the offending field.
+
+Reading the file is not done here: the accountant imports nothing else of the kit, and untrusted
+JSON is read by the benchmark's one strict reader (``benchmark.strict_json``), from
+``baselines.privacy.declaration_file`` (``pflkit dp verify``) or ``evaluator.validation.privacy``.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 from accountant.federated import ANALYSES, SAMPLINGS
 
-MAX_DECLARATION_BYTES = 64 * 1024
 MAX_ROUNDS = 1_000_000
 UNITS = ("provider",)
 FIELDS = (
@@ -148,69 +149,6 @@ def parse_declaration(data: Mapping) -> PrivacyDeclaration:
     )
 
 
-def load_declaration(
-    path: str | Path, *, max_bytes: int = MAX_DECLARATION_BYTES
-) -> PrivacyDeclaration:
-    """Read and validate privacy.json from an untrusted upload.
-
-    Args:
-        path: the file.
-        max_bytes: refuse files larger than this.
-
-    Returns:
-        The validated declaration.
-
-    Raises:
-        DeclarationError: when the file is missing, too large, not UTF-8 JSON, holds duplicate
-            keys or NaN/Infinity, or a field is missing or invalid.
-    """
-    path = Path(path)
-    try:
-        with path.open("rb") as handle:
-            raw = handle.read(max_bytes + 1)
-    except OSError as error:
-        raise DeclarationError("", f"cannot read {path}: {error.strerror or error}") from None
-    if len(raw) > max_bytes:
-        raise DeclarationError("", f"{path} is larger than {max_bytes} bytes; not a privacy.json")
-    return parse_declaration_bytes(raw, source=str(path))
-
-
-def parse_declaration_bytes(raw: bytes, *, source: str = "privacy.json") -> PrivacyDeclaration:
-    """Parse and validate the bytes of a privacy.json (size limits are the caller's).
-
-    Raises:
-        DeclarationError: as ``load_declaration``.
-    """
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise DeclarationError("", f"{source} is not UTF-8 text") from None
-    try:
-        data = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
-    except DeclarationError:
-        raise
-    except (json.JSONDecodeError, RecursionError) as error:
-        raise DeclarationError("", f"{source} is not valid JSON: {error}") from None
-    except ValueError:  # an integer beyond Python's digit limit for int()
-        raise DeclarationError("", f"{source} holds a number too long to read") from None
-    return parse_declaration(data)
-
-
-def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
-    """JSON object hook that refuses duplicate keys (a second "epsilon" could hide the first)."""
-    data: dict = {}
-    for key, value in pairs:
-        if key in data:
-            raise DeclarationError(key, "appears twice in the file")
-        data[key] = value
-    return data
-
-
-def _no_constant(name: str) -> None:
-    """JSON constant hook that refuses NaN and Infinity."""
-    raise DeclarationError("", f"{name} is not a valid JSON number")
-
-
 def _number(data: Mapping, key: str) -> float:
     """A finite JSON number (bools refused)."""
     value = data[key]
@@ -219,7 +157,9 @@ def _number(data: Mapping, key: str) -> float:
     try:
         number = float(value)
     except OverflowError:
-        raise DeclarationError(key, "must be a finite number; got one too large for a float") from None
+        raise DeclarationError(
+            key, "must be a finite number; got one too large for a float"
+        ) from None
     if not math.isfinite(number):
         raise DeclarationError(key, f"must be finite; got {value!r}")
     return number

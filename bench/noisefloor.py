@@ -43,7 +43,7 @@ def train_once(preset: str, seed: int, args: argparse.Namespace) -> Path:
 
 def floor_of(run: Path, scorer: Any, data: Path) -> dict[str, Any]:
     """The worker's noise floor on one run directory."""
-    from accountant.declaration import load_declaration
+    from baselines.privacy.declaration_file import load_declaration
     from evaluator.validation.commdetails import read_details
     from evaluator.validation.commlog import parse_log
     from evaluator.validation.errors import InvalidSubmission

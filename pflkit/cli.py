@@ -19,7 +19,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("benchmark.model.cli", "model"),
     ("baselines.cli", "train"),
     ("baselines.flower.cli", "flower"),
-    ("accountant.cli", "dp"),
+    ("pflkit.dp", "dp"),
     ("pflkit.serve", "serve"),
     ("evaluator.cli", "worker"),
     ("evaluator.cli", "team"),

@@ -10,11 +10,14 @@ file. Nothing here imports torch until the values are read (:func:`check_finite`
 
 from __future__ import annotations
 
-import json
+import codecs
 import math
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from benchmark.strict_json import JsonLimits, JsonRefused, Reason, parse_json_object
 
 #: Largest accepted safetensors header (the real vt5-base header is about 100 KB).
 MAX_HEADER_BYTES = 8 * 1024 * 1024
@@ -171,18 +174,7 @@ def read_safetensors_header(
                 f"truncated file: the header needs {8 + header_len} bytes but the file has {size}",
             )
         raw = handle.read(header_len)
-    try:
-        header = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise SafetensorsError(
-            path, "the safetensors header is not valid JSON (bad UTF-8)"
-        ) from None
-    except json.JSONDecodeError as error:
-        raise SafetensorsError(
-            path, f"the safetensors header is not valid JSON ({error.msg})"
-        ) from None
-    if not isinstance(header, dict):
-        raise SafetensorsError(path, "the safetensors header must be a JSON object")
+    header = _parse_header(path, raw, max_header_bytes=max_header_bytes)
     metadata = header.pop("__metadata__", None) or {}
     if not isinstance(metadata, dict) or not all(
         isinstance(key, str) and isinstance(value, str) for key, value in metadata.items()
@@ -196,6 +188,33 @@ def read_safetensors_header(
         tensors[name], offsets[name] = _tensor_entry(path, name, entry)
     _check_tiling(path, offsets, size - 8 - header_len)
     return SafetensorsHeader(tensors, offsets, 8 + header_len, metadata)
+
+
+def _header_limits(max_header_bytes: int) -> JsonLimits:
+    """The strict reader's limits for a header of at most ``max_header_bytes``.
+
+    ``{name: {dtype, shape, data_offsets}}`` is three levels deep and an offset is a uint64 (20
+    digits); a key takes at least four bytes, so the size limit already bounds the key count.
+    """
+    return JsonLimits(max_depth=3, max_number_chars=20, max_keys=max_header_bytes // 4 + 1)
+
+
+def _parse_header(path: Path, raw: bytes, *, max_header_bytes: int) -> dict[str, Any]:
+    """The header's JSON object, read with the kit's one strict reader (:mod:`benchmark.strict_json`)."""
+    if raw.startswith(codecs.BOM_UTF8):  # safetensors itself refuses a byte-order mark
+        raise SafetensorsError(path, "the safetensors header is not valid JSON (a byte-order mark)")
+    try:
+        return parse_json_object(raw, limits=_header_limits(max_header_bytes))
+    except JsonRefused as refusal:
+        if refusal.reason is Reason.NOT_UTF8:
+            detail = "is not valid JSON (bad UTF-8)"
+        elif refusal.malformed:
+            detail = f"is not valid JSON ({refusal.subject or refusal})"
+        elif refusal.reason is Reason.NOT_AN_OBJECT:
+            detail = "must be a JSON object"
+        else:
+            detail = f"is refused: {refusal}"
+        raise SafetensorsError(path, f"the safetensors header {detail}") from None
 
 
 def _what_it_looks_like(prefix: bytes) -> str:

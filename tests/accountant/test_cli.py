@@ -9,7 +9,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from accountant.cli import dp
+from pflkit.dp import dp
 
 from .conftest import COMPETITION
 

@@ -6,12 +6,8 @@ import json
 
 import pytest
 
-from accountant.declaration import (
-    DeclarationError,
-    load_declaration,
-    parse_declaration,
-    parse_declaration_bytes,
-)
+from accountant.declaration import DeclarationError, parse_declaration
+from baselines.privacy.declaration_file import load_declaration, parse_declaration_bytes
 
 from .conftest import COMPETITION
 

@@ -10,7 +10,6 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from accountant.cli import verify_command
 from accountant.declaration import FIELDS
 from baselines.cli import train
 from baselines.engine.client_job import ClientJob
@@ -20,6 +19,7 @@ from baselines.engine.vt5_task import build_vt5_task
 from baselines.presets import DP_PRESETS, preset_config
 from baselines.privacy.mechanism import update_norm
 from baselines.run_directory import RunDirectory
+from pflkit.dp import verify_command
 
 EPSILON = {"dp-fedavg": 8.0, "dp-lora": 4.0, "dp-clgecl": 8.0, "dp-clgecl-lora": 4.0}
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from accountant.cli import verify_command
 from baselines.presets import DP_COMPETITION_PRESETS, DP_PRESETS, all_presets, preset_config
 from baselines.privacy.plan import make_plan, write_declaration
+from pflkit.dp import verify_command
 
 #: the fewest providers at a client of the ``dp`` scale and of PFL-DocVQA (client 0).
 FEWEST_PROVIDERS = 400
@@ -32,15 +32,21 @@ def test_competition_presets_do_not_touch_the_mini_ones() -> None:
 
 @pytest.mark.parametrize("preset", sorted(SHAPES))
 @pytest.mark.parametrize("epsilon", [1.0, 4.0, 8.0])
-def test_noise_calibrated_to_the_budget_verifies(preset: str, epsilon: float,
-                                                 tmp_path: Path) -> None:
+def test_noise_calibrated_to_the_budget_verifies(
+    preset: str, epsilon: float, tmp_path: Path
+) -> None:
     rounds, providers, rate = SHAPES[preset]
     config = preset_config(preset, epsilon=epsilon)
     assert (config.rounds, config.clients_per_round) == (rounds, 2)
     assert config.options["server_lr"] == 1.0 and config.options["clipping_norm"] == 0.5
     method = config.build_method()
-    plan = make_plan(method.options, rounds=config.rounds, clients=10,
-                     clients_per_round=config.clients_per_round, fewest_providers=FEWEST_PROVIDERS)
+    plan = make_plan(
+        method.options,
+        rounds=config.rounds,
+        clients=10,
+        clients_per_round=config.clients_per_round,
+        fewest_providers=FEWEST_PROVIDERS,
+    )
     assert plan.providers_per_round == providers and plan.sample_rate == pytest.approx(rate)
     path = write_declaration(tmp_path / "privacy.json", plan)
     result = CliRunner().invoke(verify_command, [str(path), "--json"])  # pflkit dp verify

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from accountant import compute_epsilon, load_declaration, verify
+from accountant import compute_epsilon, verify
 from accountant.declaration import FIELDS
 from baselines.presets import preset_config
+from baselines.privacy.declaration_file import load_declaration
 from baselines.privacy.plan import (
     PrivacyOptions,
     PrivacyPlan,
@@ -37,10 +38,12 @@ def test_calibrated_noise_meets_the_target_and_the_declaration_verifies(
 ) -> None:
     plan = _competition_plan(epsilon)
     assert plan.sample_rate == 0.025 and plan.provider_rate == 50 / 400
-    spent, _ = compute_epsilon(noise_multiplier=plan.noise_multiplier, sample_rate=0.025,
-                               steps=5, delta=1e-5)
-    below, _ = compute_epsilon(noise_multiplier=plan.noise_multiplier - 1e-4, sample_rate=0.025,
-                               steps=5, delta=1e-5)
+    spent, _ = compute_epsilon(
+        noise_multiplier=plan.noise_multiplier, sample_rate=0.025, steps=5, delta=1e-5
+    )
+    below, _ = compute_epsilon(
+        noise_multiplier=plan.noise_multiplier - 1e-4, sample_rate=0.025, steps=5, delta=1e-5
+    )
     assert spent <= epsilon < below  # the smallest sigma on the 1e-4 grid
     # where the published sigma overshoots (epsilon 1 and 8), calibration needs more noise
     assert (plan.noise_multiplier > PUBLISHED[epsilon]) == (epsilon != 4.0)
@@ -55,8 +58,9 @@ def test_calibrated_noise_meets_the_target_and_the_declaration_verifies(
 
 def test_strict_analysis_needs_more_noise_and_declares_it() -> None:
     competition = _competition_plan(4.0)
-    strict = make_plan(PrivacyOptions(epsilon=4.0, providers_per_round=50, analysis="strict"),
-                       **FEDERATION)
+    strict = make_plan(
+        PrivacyOptions(epsilon=4.0, providers_per_round=50, analysis="strict"), **FEDERATION
+    )
     assert strict.sample_rate == 50 / 400 and strict.noise_multiplier > competition.noise_multiplier
     assert strict.declaration()["analysis"] == "strict"
     assert verify(strict.declaration(), accountants=("rdp",)).passed
@@ -67,8 +71,10 @@ def test_a_given_noise_multiplier_is_declared_with_its_epsilon_or_refused() -> N
     assert plan.noise_multiplier == 0.637 and plan.epsilon == pytest.approx(3.9959, abs=1e-4)
     assert verify(plan.declaration(), accountants=("rdp",)).passed
     with pytest.raises(ValueError, match=r"gives epsilon 1\.0057 > --epsilon 1"):
-        make_plan(PrivacyOptions(epsilon=1.0, noise_multiplier=1.145, providers_per_round=50),
-                  **FEDERATION)
+        make_plan(
+            PrivacyOptions(epsilon=1.0, noise_multiplier=1.145, providers_per_round=50),
+            **FEDERATION,
+        )
 
 
 def test_fixed_sampling_is_declared_as_such() -> None:
@@ -101,8 +107,10 @@ def test_default_providers_per_round_is_the_reference_share() -> None:
 def test_bad_options_fail_at_configuration_time(options: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         PrivacyOptions(**options)
-    renamed = {{"sampling": "provider_sampling", "analysis": "privacy_analysis"}.get(k, k): v
-               for k, v in options.items()}
+    renamed = {
+        {"sampling": "provider_sampling", "analysis": "privacy_analysis"}.get(k, k): v
+        for k, v in options.items()
+    }
     with pytest.raises(ValueError, match=message):
         preset_config("dp-fedavg", **renamed)
 
@@ -114,10 +122,15 @@ def test_a_dp_preset_needs_a_budget() -> None:
 
 
 def test_providers_per_round_above_the_fewest_providers_is_refused() -> None:
-    with pytest.raises(ValueError, match=r"--providers-per-round 13 exceeds the fewest providers "
-                                         r"at a client \(12\)"):
-        make_plan(PrivacyOptions(epsilon=1.0, providers_per_round=13),
-                  **{**FEDERATION, "fewest_providers": 12})
+    with pytest.raises(
+        ValueError,
+        match=r"--providers-per-round 13 exceeds the fewest providers "
+        r"at a client \(12\)",
+    ):
+        make_plan(
+            PrivacyOptions(epsilon=1.0, providers_per_round=13),
+            **{**FEDERATION, "fewest_providers": 12},
+        )
 
 
 def test_min_providers_needs_provider_information() -> None:
