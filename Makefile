@@ -13,7 +13,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup constraints constraints-flower flower-setup demo test test-flower test-slow lint docs bench bench-dp bench-audit bench-device bench-train bench-api-fuzz clean
+.PHONY: setup constraints constraints-flower flower-setup demo test test-flower test-slow lint docs bench bench-dp bench-audit bench-audit-power bench-device bench-train bench-api-fuzz clean
 
 setup: $(STAMP)
 
@@ -142,6 +142,14 @@ bench-train: setup $(BENCH_DATA)/benchmark.json .bench/vt5-base/config.json
 # and its coins): non-private FedAvg on every client for 3 rounds of 3 epochs, DP-LoRA at
 # epsilon 1/4/8, a false epsilon-1 claim; the audit's cost beside scoring (about an hour and a
 # half on 2 cores: the trainings dominate).
+# The audit's power over coin draws (bench/audit_power.py): per benchmark seed, a `mini` benchmark
+# with 100 reconstruction canaries, non-private FedAvg at rising intensities (each read as a false
+# epsilon-1 claim) and DP-LoRA at epsilon 1/4/8, each audited; resumable (what OUT holds is kept).
+# Hours on 2 cores: one FedAvg preset run is about 9 minutes, every client every round 5 times that.
+AUDIT_POWER_SEEDS ?= 0 1 2 3 4 5 6 7 8 9
+bench-audit-power: setup
+	$(BIN)/python -m bench.audit_power --out .bench/audit-power --seeds $(AUDIT_POWER_SEEDS)
+
 bench-audit: setup $(AUDIT_BENCH_DATA)/benchmark.json
 	$(BIN)/python -m bench.auditbench --data $(AUDIT_BENCH_DATA) --out .bench/audit-runs-s$(AUDIT_SEED)
 

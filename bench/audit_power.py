@@ -1,0 +1,171 @@
+"""The audit's power over coin draws: for each benchmark seed, a ``mini`` benchmark with canary
+providers, one training per intensity of :data:`INTENSITIES` (non-private ``fedavg``, every run
+read as a false epsilon-1 claim) and of :data:`PRIVATE` (honest ``dp-lora`` at epsilon 1, 4 and
+8), each audited by ``pflkit audit``; then how many draws contradict each claim, the bounds,
+the audit's cost beside scoring the test split, and a plot of the bound against training
+intensity.
+
+Everything already present under OUT is kept (a run directory with its checkpoint, an audit's
+JSON line), so the study can be stopped and resumed, and extended by seeds later.
+
+Usage: ``python -m bench.audit_power --out DIR --seeds 0 1 2 [--kind reconstruction]
+[--runs fedavg fedavg-c10 dp-lora-eps1 ...] [--canaries 100]``; writes ``OUT/audit_power.jsonl``
+(one line per audited run), ``OUT/audit_power.md`` and ``OUT/audit_power.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from experiments.pflkit_command import run_pflkit
+
+#: non-private trainings, weakest first: the ``fedavg`` preset (2 clients of 10 a round, one
+#: epoch, 10 rounds), then every client every round
+INTENSITIES: dict[str, tuple[str, ...]] = {
+    "fedavg": ("--preset", "fedavg"),
+    "fedavg-c10": ("--preset", "fedavg", "--clients-per-round", "10"),
+    "fedavg-c10-e3": ("--preset", "fedavg", "--clients-per-round", "10", "--local-epochs", "3"),
+}
+#: honest private trainings (the ``dp-lora`` preset at each epsilon)
+PRIVATE: dict[str, tuple[str, ...]] = {
+    f"dp-lora-eps{e}": ("--preset", "dp-lora", "--epsilon", str(e)) for e in (1, 4, 8)
+}
+#: the false claim every non-private run is read as
+FALSE_CLAIM = 1.0
+
+
+def benchmark(out: Path, seed: int, kind: str, canaries: int) -> Path:
+    """``OUT/data/{kind}-s{seed}``, generated unless present."""
+    data = out / "data" / f"{kind}-s{seed}"
+    if not (data / "benchmark.json").is_file():
+        made = run_pflkit("data", "generate", "--out", str(data), "--scale", "mini", "--seed",
+                          str(seed), "--canaries", str(canaries), "--canary-kind", kind,
+                          "--public-documents", "0", "--workers", "1", "--overwrite")  # fmt: skip
+        if made.returncode != 0:
+            raise RuntimeError(f"generate failed:\n{made.stderr[-2000:]}")
+    return data
+
+
+def train(data: Path, run: Path, options: tuple[str, ...]) -> float:
+    """Train unless ``run/checkpoint`` exists; the wall seconds (0 when kept)."""
+    if (run / "checkpoint").is_dir():
+        return 0.0
+    started = time.perf_counter()
+    trained = run_pflkit("train", *options, "--data", str(data), "--out", str(run), "--threads",
+                         "1", "--val-limit", "100", "--no-progress", threads=1)  # fmt: skip
+    if trained.returncode != 0:
+        raise RuntimeError(f"training {run.name} failed:\n{trained.stderr[-2000:]}")
+    return time.perf_counter() - started
+
+
+def audit(data: Path, run: Path) -> dict:
+    """``pflkit audit --json`` of one run (one thread)."""
+    audited = run_pflkit("audit", str(run), "--data", str(data), "--threads", "1", "--json",
+                         threads=1)  # fmt: skip
+    if audited.returncode != 0:
+        raise RuntimeError(f"audit of {run.name} failed:\n{audited.stderr[-2000:]}")
+    return json.loads(audited.stdout.strip().splitlines()[-1])
+
+
+def scoring_seconds(data: Path, run: Path) -> float:
+    """Wall seconds of ``pflkit evaluate --split test`` on the run's checkpoint (one thread)."""
+    started = time.perf_counter()
+    scored = run_pflkit("evaluate", str(run / "checkpoint"), "--data", str(data), "--split",
+                        "test", "--json", threads=1)  # fmt: skip
+    if scored.returncode != 0:
+        raise RuntimeError(f"scoring failed:\n{scored.stderr[-2000:]}")
+    return time.perf_counter() - started
+
+
+def study(out: Path, seeds: list[int], kind: str, canaries: int, runs: list[str]) -> list[dict]:
+    """Generate, train and audit what is missing; every audited run's row."""
+    ledger = out / "audit_power.jsonl"
+    done = {}
+    if ledger.is_file():
+        for line in ledger.read_text().splitlines():
+            row = json.loads(line)
+            done[(row["seed"], row["label"])] = row
+    recipes = {**INTENSITIES, **PRIVATE}
+    for seed in seeds:
+        data = benchmark(out, seed, kind, canaries)
+        for label in runs:
+            if (seed, label) in done:
+                continue
+            run = out / "runs" / f"{kind}-s{seed}" / label
+            seconds = train(data, run, recipes[label])
+            row = {"seed": seed, "label": label, "kind": kind, "train_seconds": seconds,
+                   **audit(data, run)}  # fmt: skip
+            if label in INTENSITIES and "scoring_seconds" not in row:
+                row["scoring_seconds"] = scoring_seconds(data, run)
+            done[(seed, label)] = row
+            with ledger.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(row) + "\n")
+            print(f"seed {seed} {label}: bound {row['audit_epsilon']:.3f}", flush=True)
+    return [done[key] for key in sorted(done)]
+
+
+def table(rows: list[dict]) -> str:
+    """Markdown: per run, the bound on each draw and how many draws contradict its claim."""
+    labels = list(dict.fromkeys(r["label"] for r in rows))
+    lines = ["| run | claim | draws | contradicted | bound: median (min to max) | "
+             "right of guessed (median) | AUC (median) |",
+             "| --- | ---: | ---: | ---: | --- | --- | ---: |"]  # fmt: skip
+    for label in labels:
+        mine = sorted((r for r in rows if r["label"] == label), key=lambda r: r["audit_epsilon"])
+        claim = FALSE_CLAIM if label in INTENSITIES else mine[0]["claimed_epsilon"]
+        bounds = [r["audit_epsilon"] for r in mine]
+        middle = mine[len(mine) // 2]
+        hits = sum(b > claim for b in bounds)
+        lines.append(f"| `{label}` | {claim:g} | {len(mine)} | {hits} of {len(mine)} | "
+                     f"{middle['audit_epsilon']:.3f} ({bounds[0]:.3f} to {bounds[-1]:.3f}) | "
+                     f"{middle['fdp_correct']} of {middle['fdp_guesses']} | "
+                     f"{sorted(r['auc'] for r in mine)[len(mine) // 2]:.3f} |")  # fmt: skip
+    costs = [(r["audit_seconds"], r["scoring_seconds"]) for r in rows if "scoring_seconds" in r]
+    if costs:
+        ratio = sorted(a / s for a, s in costs)[len(costs) // 2]
+        lines.append(f"\nAudit per submission against scoring the test split (median of "
+                     f"{len(costs)}): {ratio:.2f}x; base model's pass once per worker.")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    """The bound of every draw against training intensity (one column per run)."""
+    from benchmark.figures import new_figure, save_figure
+
+    labels = list(dict.fromkeys(r["label"] for r in rows))
+    figure, axes = new_figure()
+    for index, label in enumerate(labels):
+        bounds = [r["audit_epsilon"] for r in rows if r["label"] == label]
+        axes.scatter([index] * len(bounds), bounds, alpha=0.7)
+    axes.axhline(FALSE_CLAIM, linestyle="--", color="grey", label="false claim: epsilon 1")
+    axes.set_xticks(range(len(labels)), labels, rotation=20)
+    axes.set_ylabel("audit's lower bound on epsilon (f-DP)")
+    axes.legend()
+    save_figure(figure, path)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the study and write its table and plot."""
+    parser = argparse.ArgumentParser(prog="python -m bench.audit_power",
+                                     description=__doc__.split("\n\n")[0])  # fmt: skip
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--seeds", type=int, nargs="+", required=True)
+    parser.add_argument("--kind", choices=("membership", "reconstruction"),
+                        default="reconstruction")  # fmt: skip
+    parser.add_argument("--canaries", type=int, default=100)
+    parser.add_argument("--runs", nargs="+", default=[*INTENSITIES, *PRIVATE],
+                        choices=[*INTENSITIES, *PRIVATE])  # fmt: skip
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows = study(args.out, args.seeds, args.kind, args.canaries, args.runs)
+    report = table(rows)
+    (args.out / "audit_power.md").write_text(report, encoding="utf-8")
+    plot(rows, args.out / "audit_power.png")
+    print(report)
+
+
+if __name__ == "__main__":
+    main()
