@@ -107,9 +107,15 @@ def study(out: Path, seeds: list[int], kind: str, canaries: int, runs: list[str]
     return [done[key] for key in sorted(done)]
 
 
+def run_order(rows: list[dict]) -> list[str]:
+    """The runs present, weakest non-private training first, then the private ones."""
+    present = {r["label"] for r in rows}
+    return [label for label in (*INTENSITIES, *PRIVATE) if label in present]
+
+
 def table(rows: list[dict]) -> str:
     """Markdown: per run, the bound on each draw and how many draws contradict its claim."""
-    labels = list(dict.fromkeys(r["label"] for r in rows))
+    labels = run_order(rows)
     lines = ["| run | claim | draws | contradicted | bound: median (min to max) | "
              "right of guessed (median) | AUC (median) |",
              "| --- | ---: | ---: | ---: | --- | --- | ---: |"]  # fmt: skip
@@ -135,7 +141,7 @@ def plot(rows: list[dict], path: Path) -> None:
     """The bound of every draw against training intensity (one column per run)."""
     from benchmark.figures import new_figure, save_figure
 
-    labels = list(dict.fromkeys(r["label"] for r in rows))
+    labels = run_order(rows)
     figure, axes = new_figure()
     for index, label in enumerate(labels):
         bounds = [r["audit_epsilon"] for r in rows if r["label"] == label]
