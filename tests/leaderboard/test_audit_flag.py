@@ -26,6 +26,14 @@ def _audit(bound: float, contradicted: bool | None, snj: float | None = None) ->
             "audit_seconds": 3.5, "audit_contradicted": contradicted, "audit_report": report}  # fmt: skip
 
 
+def _reconstruction_audit(bound: float) -> dict:
+    """The audit columns of reconstruction canaries: the f-DP k-ary bound alone."""
+    columns = _audit(bound, None, snj=0.0)
+    columns["audit_report"].update(kind="reconstruction", candidates=10, fdp_guesses=25,
+                                   fdp_correct=11, guesses=0, correct=0)  # fmt: skip
+    return columns
+
+
 @pytest.fixture(scope="module")
 def audited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     from bench.seed_leaderboard import add_submission
@@ -38,6 +46,8 @@ def audited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         ("liar", "alpha", 2, {**claim, "epsilon": 1.0, **_audit(1.84, True, snj=0.93)}),
         ("honest", "beta", 2, {**claim, "epsilon": 1.0, **_audit(0.0, False)}),
         ("open", "gamma", 1, {"anls": 0.5, "total_bytes": 10, **_audit(2.31, None)}),
+        ("reconstruction", "epsilon", 1, {"anls": 0.5, "total_bytes": 10,
+                                          **_reconstruction_audit(1.21)}),
         ("skipped", "delta", 1, {"anls": 0.5, "total_bytes": 10,
                                  "audit_report": {"skipped": "the benchmark has no canary providers"}}),
     ]  # fmt: skip
@@ -87,5 +97,8 @@ def test_submission_pages_show_the_audit(audited: Served) -> None:
     page = httpx.get(f"{audited.url}/leaderboard/submissions/{audited.ids['open']}").text
     assert "&epsilon; &ge; <strong>2.310</strong>" in page and "contradicted" not in page
     assert "privacy-audit-analyses" not in page  # an older report: the SNJ bound alone
+    page = httpx.get(f"{audited.url}/leaderboard/submissions/{audited.ids['reconstruction']}").text
+    assert "11 of 25 secrets guessed right on 100 reconstruction canaries of 10 candidates" in page
+    assert "does not apply" in page and "Jagielski bound" not in page
     page = httpx.get(f"{audited.url}/leaderboard/submissions/{audited.ids['skipped']}").text
     assert "Not audited: the benchmark has no canary providers." in page
