@@ -46,10 +46,10 @@ from benchmark.data.reader import DATA_POINTS
 from benchmark.data.synthetic.canaries import (
     COINS_FILE,
     PROBES_FILE,
-    RECONSTRUCTION_FIELDS,
     CanarySpec,
     canary_probes,
-    draw_candidates,
+    coins_document,
+    draw_canary,
 )
 
 #: the invoices' shape (items, pages, questions per page) is the ``mini`` scale's
@@ -133,13 +133,13 @@ def _training_directory(root: Path) -> Path:
     )
 
 
-def _read_clients(train_dir: Path) -> list[HostClient]:
-    """Every client's training file and its data points."""
+def _read_clients(train_dir: Path, files: dict[Path, tuple[dict, list[dict]]]) -> list[HostClient]:
+    """Every client's training file (from ``files``, the copy's imdb files as read) and its
+    data points."""
     points = read_data_points(train_dir / DATA_POINTS)
     clients = []
-    while (train_dir / f"imdb_train_client_{len(clients)}.npy").is_file():
-        path = train_dir / f"imdb_train_client_{len(clients)}.npy"
-        header, records = read_imdb(path)  # the organisers' own files
+    while (path := train_dir / f"imdb_train_client_{len(clients)}.npy") in files:
+        header, records = files[path]
         providers = points.get(f"client_{len(clients)}", {})
         clients.append(HostClient(path, header, records, providers))
     return clients
@@ -248,11 +248,13 @@ def _add_into(
     """Add the canaries inside the staging copy."""
     from tqdm import tqdm
 
+    from benchmark.data.synthetic.identities import PFL_TRADES, unique_names
+
     rng = random.Random(f"{seed}:add-canaries")
-    clients = _read_clients(train_dir)
+    files = {path: read_imdb(path) for path in sorted(root.rglob("imdb_*.npy"))}
+    clients = _read_clients(train_dir, files)
     host = [r for client in clients for r in client.records]
     images = train_dir / "images" if (train_dir / "images").is_dir() else root / "images"
-    files = {path: read_imdb(path) for path in sorted(root.rglob("imdb_*.npy"))}
     context = _HostContext(
         sizes=_host_sizes(host, images, rng),
         name_page=_page_namer(host),
@@ -268,10 +270,11 @@ def _add_into(
         str(r["provider"]) for _, records in files.values() for r in records if "provider" in r
     }
     provider_ids = fresh_ids(training_providers, spec.count, rng, every_provider)
+    names = unique_names(spec.count, PFL_TRADES, rng, set())
     entries, blocks, probes = [], {k: [] for k in range(len(clients))}, []
     for index in tqdm(range(spec.count), desc="canaries", disable=not progress):
         entry, block, canary_probes_ = _make_canary(
-            index, provider_ids[index], len(clients), spec, seed, rng, context
+            index, provider_ids[index], names[index], len(clients), spec, seed, rng, context
         )
         entries.append(entry)
         probes += canary_probes_
@@ -289,9 +292,7 @@ def _add_into(
         entry["provider"] = mapping.get(entry["provider"], entry["provider"])
     write_imdb(context.organisers / PROBES_FILE, {"dataset_name": "canaries",
                "dataset_type": "canary", "has_answer": True}, probes)  # fmt: skip
-    coins = {"note": "organisers only: the coins of the one-run privacy audit",
-             "kind": spec.kind, "probes": PROBES_FILE, "probe_records": len(probes),
-             "canaries": entries}  # fmt: skip
+    coins = coins_document(spec.kind, entries, len(probes))
     (context.organisers / COINS_FILE).write_text(json.dumps(coins, indent=1) + "\n")
     return {"canaries": spec.count, "included": sum(e["included"] for e in entries),
             "records_added": added, "probes": len(probes), "kind": spec.kind}  # fmt: skip
@@ -314,6 +315,7 @@ class _HostContext:
 def _make_canary(
     index: int,
     provider_id: str,
+    name_parts: tuple[str, str],
     clients: int,
     spec: CanarySpec,
     seed: int,
@@ -323,47 +325,32 @@ def _make_canary(
     """Draw one canary, render its invoices (training pages when included, the organisers'
     probes always) and return its coins entry, training records and probes."""
     from benchmark.data.synthetic.benchmark import InvoiceJob, Provider
-    from benchmark.data.synthetic.identities import PFL_TRADES, make_company, unique_names
-    from benchmark.data.synthetic.invoice import draw_template
     from benchmark.data.synthetic.locales import CLIENT_LOCALES
     from benchmark.data.synthetic.scales import SCALES
 
     client = rng.randrange(clients)
     locale = rng.choice(CLIENT_LOCALES)
-    draws = random.Random(f"{seed}:add-canary:{index}")
-    parts = unique_names(1, PFL_TRADES, draws, set())[0]
-    company = make_company(provider_id, parts, locale, draws)
+    canary = draw_canary(provider_id, name_parts, locale, spec, f"{seed}:add-canary:{index}", rng)
     entry: dict[str, Any] = {"provider": provider_id}
-    if spec.kind == "reconstruction":
-        options = draw_candidates(locale, spec.candidates, draws)
-        entry["secret"] = rng.randrange(spec.candidates)
-        entry["candidates"] = options
-        company = _with_secret(company, options[entry["secret"]])
-    template = draw_template(company, draws)
-    included = spec.kind == "reconstruction" or rng.random() < 0.5
+    if canary.secret is not None:
+        entry.update(secret=canary.secret, candidates=canary.candidates)
     count = spec.documents or rng.choice(context.counts[client])
     ids = fresh_ids(context.training_documents, count, rng, context.documents)
     context.documents.update(ids)
-    provider = Provider(company, template, client if included else -1,
-                        "" if included else "canary")  # fmt: skip
+    provider = Provider(canary.company, canary.template, client if canary.included else -1,
+                        "" if canary.included else "canary")  # fmt: skip
     block, probes = [], []
     for document in ids:
-        job = InvoiceJob(seed, provider, document, "train" if included else "canary", "",
+        job = InvoiceJob(seed, provider, document, "train" if canary.included else "canary", "",
                          str(context.images), SCALES[INVOICE_SCALE])  # fmt: skip
         size = rng.choice(context.sizes)
-        if included:
+        if canary.included:
             block += _training_records(job, size, context.name_page)
         probes += canary_probes(job, str(context.organisers / "images"), f"{seed}:canary-probes")
         _resize_pages(context.organisers / "images", document, size)
-    entry.update(included=included, client=client if included else None, documents=ids)
+    entry.update(included=canary.included, client=client if canary.included else None,
+                 documents=ids)  # fmt: skip
     return entry, block, probes
-
-
-def _with_secret(company: Any, secret: dict[str, str]) -> Any:
-    """The company with its VAT id and IBAN set to the candidate's."""
-    from dataclasses import replace
-
-    return replace(company, **{RECONSTRUCTION_FIELDS[k]: v for k, v in secret.items()})
 
 
 def _documents_per_provider(client: HostClient) -> list[int]:

@@ -31,6 +31,7 @@ from benchmark.data.synthetic.canaries import (
     CanarySpec,
     canary_document_counts,
     canary_probes,
+    coins_document,
     plan_canaries,
 )
 from benchmark.data.synthetic.identities import PFL_TRADES, Company, make_company, unique_names
@@ -279,9 +280,7 @@ def _generate_into(
     plan = None
     fixed_counts: dict[str, int] = {}
     if canaries is not None and canaries.count:
-        plan = plan_canaries(providers, canaries.count, scale.clients, seed,
-                             SAME_LOCALE_PROBABILITY, kind=canaries.kind,
-                             candidates=canaries.candidates)  # fmt: skip
+        plan = plan_canaries(providers, canaries, scale.clients, seed, SAME_LOCALE_PROBABILITY)
         providers = plan.providers
         fixed_counts = canary_document_counts(plan, scale.documents_per_provider, seed,
                                               canaries.documents)  # fmt: skip
@@ -425,10 +424,7 @@ def _write_coins(path: Path, plan: CanaryPlan, jobs: list[InvoiceJob], probes: i
             entry["secret"] = plan.secrets[number]
             entry["candidates"] = plan.candidates[number]
         entries.append(entry)
-    content = {"note": "organisers only: the coins of the one-run privacy audit",
-               "kind": plan.kind, "probes": PROBES_FILE, "probe_records": probes,
-               "canaries": entries}  # fmt: skip
-    path.write_text(json.dumps(content, indent=1) + "\n")
+    path.write_text(json.dumps(coins_document(plan.kind, entries, probes), indent=1) + "\n")
 
 
 def _run(

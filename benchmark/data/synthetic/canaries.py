@@ -133,60 +133,95 @@ def draw_candidates(locale_code: str, count: int, rng: random.Random) -> list[di
     return candidates
 
 
+@dataclass(frozen=True)
+class DrawnCanary:
+    """One canary provider as drawn, before it is placed.
+
+    Attributes:
+        company: its identity (with the secret's VAT id and IBAN for a reconstruction canary).
+        template: its invoice layout.
+        included: its coin (always True for a reconstruction canary).
+        secret: the index of its candidate (reconstruction), else None.
+        candidates: its k candidate secrets (reconstruction), else empty.
+    """
+
+    company: Any
+    template: Any
+    included: bool
+    secret: int | None = None
+    candidates: list[dict[str, str]] = field(default_factory=list)
+
+
+def with_secret(company: Any, secret: dict[str, str]) -> Any:
+    """The company with its VAT id and IBAN set to a candidate's."""
+    return replace(company, **{RECONSTRUCTION_FIELDS[key]: value for key, value in secret.items()})
+
+
+def draw_canary(
+    provider_id: str,
+    name_parts: tuple[str, str],
+    locale: str,
+    spec: CanarySpec,
+    stream: str,
+    rng: random.Random,
+) -> DrawnCanary:
+    """Draw one canary of ``spec.kind``: its identity, candidates and template each from a
+    generator of its own (``{stream}``, ``{stream}-candidates``, ``{stream}-template`` with the
+    canary's index in ``stream``'s last field), then its secret and its coin from ``rng``."""
+    head, index = stream.rsplit(":", 1)
+    company = make_company(provider_id, name_parts, locale, random.Random(stream))
+    secret, options = None, []
+    if spec.kind == "reconstruction":
+        options = draw_candidates(locale, spec.candidates,
+                                  random.Random(f"{head}-candidates:{index}"))  # fmt: skip
+        secret = rng.randrange(spec.candidates)
+        company = with_secret(company, options[secret])
+    template = draw_template(company, random.Random(f"{head}-template:{index}"))
+    included = spec.kind == "reconstruction" or rng.random() < 0.5
+    return DrawnCanary(company, template, included, secret, options)
+
+
+def coins_document(kind: str, entries: list[dict[str, Any]], probe_records: int) -> dict[str, Any]:
+    """The content of the organisers' coins file: the kind, the probes' file and count, and one
+    entry per canary (provider, coin, client, invoices; secret and candidates when
+    reconstruction)."""
+    return {"note": "organisers only: the coins of the one-run privacy audit", "kind": kind,
+            "probes": PROBES_FILE, "probe_records": probe_records, "canaries": entries}  # fmt: skip
+
+
 def plan_canaries(
-    providers: list[Any],
-    count: int,
-    clients: int,
-    seed: int,
-    same_locale: float,
-    *,
-    kind: str = "membership",
-    candidates: int = DEFAULT_CANDIDATES,
+    providers: list[Any], spec: CanarySpec, clients: int, seed: int, same_locale: float
 ) -> CanaryPlan:
-    """Draw ``count`` canary providers, flip their coins (or draw their secrets) and place them.
+    """Draw ``spec.count`` canary providers, flip their coins (or draw their secrets) and place
+    them.
 
     Ordinary providers keep their identities and templates; only their ids are renumbered, in
     the final order, so that the included canaries' ids sit among their client's.
 
     Args:
         providers: the generator's providers (clients' first, then unseen val and test).
-        count: M, the number of canaries.
+        spec: how many canaries, and which kind.
         clients: K.
         seed: the benchmark seed.
         same_locale: chance that a provider follows its client's home locale.
-        kind: one of :data:`CANARY_KINDS`.
-        candidates: k, the candidate secrets of a reconstruction canary (at least 2).
 
     Returns:
         The plan.
-
-    Raises:
-        ValueError: an unknown kind, or fewer than 2 candidates.
     """
-    CanarySpec(count, kind, candidates)  # checks the kind and candidates
     provider_type = type(providers[0])
     rng = random.Random(f"{seed}:canaries")
     taken = {" ".join(p.company.name.split()[:2]) for p in providers}
-    names = unique_names(count, PFL_TRADES, rng, taken)
-    canaries, coins, homes, secrets, drawn = [], [], [], [], []
+    names = unique_names(spec.count, PFL_TRADES, rng, taken)
+    canaries, drawn, homes = [], [], []
     for index, parts in enumerate(names):
         client = rng.randrange(clients)
         home = CLIENT_LOCALES[client % len(CLIENT_LOCALES)]
         locale = home if rng.random() < same_locale else rng.choice(CLIENT_LOCALES)
-        company = make_company("", parts, locale, random.Random(f"{seed}:canary:{index}"))
-        if kind == "reconstruction":
-            options = draw_candidates(locale, candidates,
-                                      random.Random(f"{seed}:canary-candidates:{index}"))  # fmt: skip
-            secret = rng.randrange(candidates)
-            company = replace(company, **{RECONSTRUCTION_FIELDS[key]: value
-                                          for key, value in options[secret].items()})  # fmt: skip
-            secrets.append(secret)
-            drawn.append(options)
-        template = draw_template(company, random.Random(f"{seed}:canary-template:{index}"))
-        included = kind == "reconstruction" or rng.random() < 0.5
-        canaries.append(provider_type(company, template, client if included else -1,
-                                      "" if included else "canary"))  # fmt: skip
-        coins.append(included)
+        canary = draw_canary("", parts, locale, spec, f"{seed}:canary:{index}", rng)
+        canaries.append(provider_type(canary.company, canary.template,
+                                      client if canary.included else -1,
+                                      "" if canary.included else "canary"))  # fmt: skip
+        drawn.append(canary)
         homes.append(client)
     by_client: dict[int, list[Any]] = {k: [p for p in providers if p.client == k]
                                        for k in range(clients)}  # fmt: skip
@@ -205,11 +240,11 @@ def plan_canaries(
     return CanaryPlan(
         providers=numbered,
         canary_ids=[position[id(c)] for c in canaries],
-        included=coins,
+        included=[canary.included for canary in drawn],
         clients=homes,
-        kind=kind,
-        secrets=secrets,
-        candidates=drawn,
+        kind=spec.kind,
+        secrets=[canary.secret for canary in drawn if canary.secret is not None],
+        candidates=[canary.candidates for canary in drawn if canary.candidates],
     )
 
 

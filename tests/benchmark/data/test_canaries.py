@@ -93,11 +93,11 @@ def test_ordinary_providers_keep_their_identities_and_clients() -> None:
     from dataclasses import replace
 
     from benchmark.data.synthetic.benchmark import SAME_LOCALE_PROBABILITY, plan_providers
-    from benchmark.data.synthetic.canaries import plan_canaries
+    from benchmark.data.synthetic.canaries import CanarySpec, plan_canaries
     from benchmark.data.synthetic.scales import SCALES
 
     providers = plan_providers(SCALES["tiny"], 0)
-    plan = plan_canaries(providers, CANARIES, 10, 0, SAME_LOCALE_PROBABILITY)
+    plan = plan_canaries(providers, CanarySpec(CANARIES), 10, 0, SAME_LOCALE_PROBABILITY)
     canaries = set(plan.canary_ids)
     ordinary = [p for i, p in enumerate(plan.providers) if i not in canaries]
 
