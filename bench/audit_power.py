@@ -20,6 +20,7 @@ import json
 import time
 from pathlib import Path
 
+from bench.auditbench import audit, scoring_seconds
 from experiments.pflkit_command import run_pflkit
 
 #: non-private trainings, weakest first: the ``fedavg`` preset (2 clients of 10 a round, one
@@ -61,25 +62,6 @@ def train(data: Path, run: Path, options: tuple[str, ...]) -> float:
     return time.perf_counter() - started
 
 
-def audit(data: Path, run: Path) -> dict:
-    """``pflkit audit --json`` of one run (one thread)."""
-    audited = run_pflkit("audit", str(run), "--data", str(data), "--threads", "1", "--json",
-                         threads=1)  # fmt: skip
-    if audited.returncode != 0:
-        raise RuntimeError(f"audit of {run.name} failed:\n{audited.stderr[-2000:]}")
-    return json.loads(audited.stdout.strip().splitlines()[-1])
-
-
-def scoring_seconds(data: Path, run: Path) -> float:
-    """Wall seconds of ``pflkit evaluate --split test`` on the run's checkpoint (one thread)."""
-    started = time.perf_counter()
-    scored = run_pflkit("evaluate", str(run / "checkpoint"), "--data", str(data), "--split",
-                        "test", "--json", threads=1)  # fmt: skip
-    if scored.returncode != 0:
-        raise RuntimeError(f"scoring failed:\n{scored.stderr[-2000:]}")
-    return time.perf_counter() - started
-
-
 def study(out: Path, seeds: list[int], kind: str, canaries: int, runs: list[str]) -> list[dict]:
     """Generate, train and audit what is missing; every audited run's row."""
     ledger = out / "audit_power.jsonl"
@@ -97,9 +79,9 @@ def study(out: Path, seeds: list[int], kind: str, canaries: int, runs: list[str]
             run = out / "runs" / f"{kind}-s{seed}" / label
             seconds = train(data, run, recipes[label])
             row = {"seed": seed, "label": label, "kind": kind, "train_seconds": seconds,
-                   **audit(data, run)}  # fmt: skip
+                   **audit([run], data)[0]}  # fmt: skip
             if label in INTENSITIES and "scoring_seconds" not in row:
-                row["scoring_seconds"] = scoring_seconds(data, run)
+                row["scoring_seconds"] = scoring_seconds(run, data)
             done[(seed, label)] = row
             with ledger.open("a", encoding="utf-8") as handle:
                 handle.write(json.dumps(row) + "\n")
