@@ -20,22 +20,10 @@ from click.testing import CliRunner
 from safetensors.torch import load_file
 
 from baselines.cli import train
+from tests.baselines.test_cpu_pins import COMMON
 
-SHORT = (
-    "--rounds",
-    "1",
-    "--local-epochs",
-    "1",
-    "--clients-per-round",
-    "1",
-    "--val-limit",
-    "0",
-    "--threads",
-    "1",
-    "--no-progress",
-    "--batch-size",
-    "4",
-)
+#: one short round, one thread: the runs the CPU pins take
+SHORT = COMMON
 
 
 def _train(*args: str):
