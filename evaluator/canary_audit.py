@@ -38,8 +38,9 @@ per-canary score is returned, logged or put into a message.
 from __future__ import annotations
 
 import json
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -311,6 +312,47 @@ class CanaryAudit:
             "audit_seconds": seconds,
             "audit_report": report,
         }
+
+
+#: how the epsilon a bound is compared with was read (:func:`audited_claim`)
+CLAIM_BASES = {
+    "declared": "the declared epsilon",
+    "mechanism": (
+        "the declared mechanism (noise, sampling, rounds) through the PLD accountant: a "
+        "tighter epsilon than the declared one, which the RDP accountant verified"
+    ),
+}
+
+
+def audited_claim(
+    epsilon: float | None, accountant_report: Mapping[str, Any] | None
+) -> tuple[float | None, str | None]:
+    """The epsilon the audit's bound is compared with, and its basis (a key of
+    :data:`CLAIM_BASES`).
+
+    A declaration states a mechanism (noise multiplier, sampling rate, rounds) as well as an
+    epsilon; the RDP accountant verifies that the mechanism is within the epsilon, an upper
+    bound. The same mechanism through the PLD accountant (pessimistic, so still an upper bound)
+    is often tighter: that epsilon is what the mechanism actually promises, and the f-DP
+    analysis's Gaussian curve through it is the claim's mu (:func:`accountant.audit_fdp.claim_mu`).
+    An honest training of the declared mechanism is contradicted by either analysis with
+    chance at most 5%, and a false one is caught at a lower bound.
+
+    Args:
+        epsilon: the declared epsilon, or None (no claim).
+        accountant_report: the accountant's report of the declaration (``VerificationReport``
+            as a dict: its ``epsilon`` maps accountants to their epsilon), or None.
+
+    Returns:
+        (epsilon tested, basis), or (None, None) without a claim.
+    """
+    if epsilon is None:
+        return None, None
+    estimates = (accountant_report or {}).get("epsilon") or {}
+    pld = estimates.get("pld") if isinstance(estimates, Mapping) else None
+    if isinstance(pld, int | float) and math.isfinite(pld) and 0 < pld < epsilon:
+        return float(pld), "mechanism"
+    return float(epsilon), "declared"
 
 
 def contradicted(epsilon: float | None, audit_epsilon: float | None) -> bool:

@@ -252,19 +252,21 @@ def submit(
         sys.exit(1)
 
 
-def _claim(run_dir: Path) -> tuple[float | None, float | None]:
-    """(epsilon, delta) of the run's ``privacy.json``, or (None, None) without one."""
+def _claim(run_dir: Path) -> tuple[float | None, float | None, dict | None]:
+    """(epsilon, delta, the accountant's report) of the run's ``privacy.json``, or (None,
+    None, None) without one."""
+    import accountant
     from evaluator.validation.errors import InvalidSubmission
     from evaluator.validation.privacy import load_declaration
 
     path = run_dir / "privacy.json"
     if not path.is_file():
-        return None, None
+        return None, None, None
     try:
         declaration = load_declaration(path, max_bytes=PRIVACY_FILE_LIMIT)
     except InvalidSubmission as exc:
         raise click.ClickException(f"{path}: {exc}") from None
-    return declaration.epsilon, declaration.delta
+    return declaration.epsilon, declaration.delta, accountant.verify(declaration).to_dict()
 
 
 @click.command()
@@ -310,9 +312,10 @@ def audit(
 ) -> None:
     """Organisers: the worker's one-run privacy audit of trained runs, offline.
 
-    Each RUN_DIR holds checkpoint/ and, for a private run, privacy.json, whose epsilon is the
-    claim tested and whose delta the audit uses (1e-5 without one). The base model's pass over
-    the probes is made once for all runs.
+    Each RUN_DIR holds checkpoint/ and, for a private run, privacy.json: its delta is the one
+    the audit uses (1e-5 without one) and the claim tested is its mechanism's epsilon by the PLD
+    accountant when that is below the declared epsilon, as in the worker. The base model's pass
+    over the probes is made once for all runs.
     """
     import time
 
@@ -320,7 +323,12 @@ def audit(
 
     from benchmark.model import load_model
     from benchmark.model.loading import resolve_checkpoint
-    from evaluator.canary_audit import DEFAULT_PROBE_DOCUMENTS, CanaryAudit, contradicted
+    from evaluator.canary_audit import (
+        DEFAULT_PROBE_DOCUMENTS,
+        CanaryAudit,
+        audited_claim,
+        contradicted,
+    )
 
     if threads:
         torch.set_num_threads(threads)
@@ -341,7 +349,8 @@ def audit(
     if not as_json:
         click.echo(f"base model's pass over the probes: {base_seconds:.1f} s")
     for run_dir in run_dirs:
-        epsilon, delta = _claim(run_dir)
+        epsilon, delta, accountant_report = _claim(run_dir)
+        tested, basis = audited_claim(epsilon, accountant_report)
         try:
             model = load_model(run_dir / "checkpoint")
         except (FileNotFoundError, ValueError) as exc:
@@ -349,7 +358,8 @@ def audit(
         columns = auditor.audit(model, delta)
         report = columns["audit_report"]
         row = {
-            "run": str(run_dir), "claimed_epsilon": epsilon, "delta": report["delta"],
+            "run": str(run_dir), "claimed_epsilon": epsilon, "tested_epsilon": tested,
+            "claim_basis": basis, "delta": report["delta"],
             "audit_epsilon": columns["audit_epsilon"], "auc": columns["audit_auc"],
             "snj_epsilon": report["epsilon_lower_bound"],
             "fdp_epsilon": report["fdp_epsilon_lower_bound"],
@@ -359,13 +369,15 @@ def audit(
             "correct": report["correct"], "guesses": report["guesses"],
             "fdp_correct": report["fdp_correct"], "fdp_guesses": report["fdp_guesses"],
             "auc_by_attack": report["auc_by_attack"],
-            "contradicted": contradicted(epsilon, columns["audit_epsilon"]),
+            "contradicted": contradicted(tested, columns["audit_epsilon"]),
             "audit_seconds": columns["audit_seconds"], "base_seconds": base_seconds,
         }  # fmt: skip
         if as_json:
             click.echo(json.dumps(row))
             continue
         claim = "no claim" if epsilon is None else f"claim epsilon {epsilon:g}"
+        if basis == "mechanism":
+            claim += f", its mechanism's {tested:.3f} by PLD tested"
         verdict = " CONTRADICTED BY AUDIT" if row["contradicted"] else ""
         click.echo(
             f"{run_dir}: lower bound {row['audit_epsilon']:.3f} ({claim}, delta {row['delta']:g})"

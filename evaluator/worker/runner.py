@@ -257,5 +257,10 @@ class JobRunner:
             n_out=scores.n_out,
             scoring_seconds=scores.seconds,
         )
-        values.update(steps.audit(model_path, values.get("epsilon"), values.get("delta")))
+        values.update(
+            steps.audit(
+                model_path, values.get("epsilon"), values.get("delta"),
+                values.get("privacy_report"),
+            )
+        )  # fmt: skip
         return values

@@ -16,7 +16,7 @@ from typing import Any
 
 from benchmark.submission_contract import stored_name
 from benchmark.tracks import Track
-from evaluator.canary_audit import CanaryAudit, contradicted
+from evaluator.canary_audit import CLAIM_BASES, CanaryAudit, audited_claim, contradicted
 from evaluator.core.config import Settings
 from evaluator.federation import federation_of
 from evaluator.models import SubmissionMetadata
@@ -185,20 +185,33 @@ class ScoringSteps:
             data_dir=self.settings.data_dir,
         )  # fmt: skip
 
-    def audit(self, model_path: Path, epsilon: float | None, delta: float | None) -> dict[str, Any]:
+    def audit(
+        self,
+        model_path: Path,
+        epsilon: float | None,
+        delta: float | None,
+        privacy_report: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """The one-run privacy audit of the submitted model (every track; skipped, and said
-        so, when the benchmark has no canaries), and whether it contradicts the claim."""
+        so, when the benchmark has no canaries), and whether it contradicts the claim: the
+        declared mechanism's epsilon (:func:`evaluator.canary_audit.audited_claim`)."""
         if not self.auditor.available:
             return self.auditor.audit(None, delta)
         model = self.scorer.build_model(model_path).to(self.scorer.device)
         columns = self.auditor.audit(model, delta)
         del model
-        flagged = contradicted(epsilon, columns["audit_epsilon"])
+        tested, basis = audited_claim(epsilon, (privacy_report or {}).get("accountant"))
+        flagged = contradicted(tested, columns["audit_epsilon"])
         columns["audit_contradicted"] = flagged if epsilon is not None else None
+        if tested is not None:
+            columns["audit_report"]["claim_tested"] = {
+                "epsilon": tested, "declared_epsilon": epsilon, "basis": CLAIM_BASES[basis],
+            }  # fmt: skip
         if flagged:
             columns["audit_report"]["flag"] = (
-                f"claimed epsilon {epsilon:g} is below the audit's lower bound "
-                f"{columns['audit_epsilon']:.3f} (95% confidence): contradicted by audit"
+                f"{CLAIM_BASES[basis]} ({tested:.3f}; declared {epsilon:g}) is below the "
+                f"audit's lower bound {columns['audit_epsilon']:.3f} (95% confidence): "
+                "contradicted by audit"
             )
         return columns
 

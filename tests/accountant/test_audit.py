@@ -74,7 +74,7 @@ def test_more_delta_lowers_the_bound_and_chance_gives_none():
 
 def test_perfect_guesses_of_50_canaries_support_about_two():
     # 25 in, 25 out, all correct; 8 plans (k in and k out, or k in alone, k in 2, 5, 12, 25)
-    # each at level 0.05 / 8: the best is all 50 guessed
+    # each at level 0.05 / 16 (both analyses run, each at half the level): the best is all 50
     coins = [True] * 25 + [False] * 25
     scores = [1.0 + i for i in range(25)] + [-1.0 - i for i in range(25)]
     result = one_run_audit(scores, coins, delta=1e-5)
@@ -82,7 +82,7 @@ def test_perfect_guesses_of_50_canaries_support_about_two():
     assert guess_plans(50) == ((2, 2), (5, 5), (12, 12), (25, 25), (2, 0), (5, 0), (12, 0), (25, 0))
     assert (result.guesses, result.correct, result.plans) == (50, 50, 8)
     assert result.epsilon_lower_bound == pytest.approx(
-        epsilon_lower_bound(50, 50, 50, 1e-5, 0.05 / 8), abs=1e-9
+        epsilon_lower_bound(50, 50, 50, 1e-5, 0.05 / 16), abs=1e-9
     )
     assert 2.0 < result.epsilon_lower_bound < 2.5
     assert (result.auc, result.tpr_at_fpr) == (1.0, 1.0)
@@ -112,7 +112,7 @@ def test_in_guesses_alone_when_the_bottom_is_mixed():
     result = one_run_audit(scores, coins, delta=1e-5)
     assert (result.guesses_in, result.guesses_out, result.correct) == (15, 0, 15)
     assert result.epsilon_lower_bound == pytest.approx(
-        epsilon_lower_bound(60, 15, 15, 1e-5, 0.05 / 8), abs=1e-9
+        epsilon_lower_bound(60, 15, 15, 1e-5, 0.05 / 16), abs=1e-9
     )
 
 

@@ -231,15 +231,24 @@ def test_the_audit_reports_both_and_the_verdict_takes_the_larger():
     coins = [True] * 50 + [False] * 50
     scores = [1.0 + i for i in range(50)] + [-1.0 - i for i in range(50)]
     result = one_run_audit(scores, coins, delta=1e-5)
-    # perfect guesses of 100 canaries, 8 plans at 0.05 / 8: the oracle's value above
-    assert result.fdp_epsilon_lower_bound == pytest.approx(5.669179420526894, abs=2e-6)
+    # perfect guesses of 100 canaries at 0.05 / 8 (one analysis alone): the oracle's value
+    assert fdp_epsilon_lower_bound(100, 100, 100, delta=1e-5, alpha=0.05 / 8) == pytest.approx(
+        5.669179420526894, abs=2e-6
+    )
+    # the audit runs both analyses on 8 plans, each at 0.05 / 16: a little lower
+    assert result.fdp_epsilon_lower_bound == pytest.approx(
+        fdp_epsilon_lower_bound(100, 100, 100, delta=1e-5, alpha=0.05 / 16), abs=1e-9
+    )
+    assert 5.0 < result.fdp_epsilon_lower_bound < 5.669
     assert (result.fdp_guesses, result.fdp_correct) == (100, 100)
     assert result.epsilon_lower_bound == pytest.approx(
-        epsilon_lower_bound(100, 100, 100, 1e-5, 0.05 / 8), abs=1e-9
+        epsilon_lower_bound(100, 100, 100, 1e-5, 0.05 / 16), abs=1e-9
     )
     assert result.verdict_epsilon == result.fdp_epsilon_lower_bound
     assert (result.verdict_analysis, result.verdict_note) == ("fdp", ANALYSES["fdp"])
-    assert result.as_dict()["fdp_mu_lower_bound"] == pytest.approx(1.248054207128007, abs=1e-8)
+    assert result.as_dict()["fdp_mu_lower_bound"] == pytest.approx(
+        mu_lower_bound(100, 100, 100, alpha=0.05 / 16), abs=1e-8
+    )
     # a pure claim (delta 0) has no Gaussian reading: the verdict is the SNJ bound
     pure = one_run_audit(scores, coins, delta=0.0)
     assert pure.fdp_epsilon_lower_bound == 0.0

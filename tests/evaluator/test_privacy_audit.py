@@ -197,7 +197,8 @@ def test_pflkit_audit_reports_what_the_worker_would(
     model = _fine_tuned(small_reference, canary_benchmark, included, 60)
     liar = tmp_path / "liar"
     save_checkpoint(model, load_processor(small_reference), liar / "checkpoint")
-    (liar / "privacy.json").write_text(json.dumps(declaration(epsilon=0.25, delta=1e-6)))
+    claim = declaration(epsilon=0.25, delta=1e-6)
+    (liar / "privacy.json").write_text(json.dumps(claim))
     plain = tmp_path / "plain"
     save_checkpoint(
         load_model(small_reference), load_processor(small_reference), plain / "checkpoint"
@@ -231,6 +232,13 @@ def test_pflkit_audit_reports_what_the_worker_would(
         False,
     )
     assert rows[1]["delta"] == 1e-5 and rows[1]["base_seconds"] > 0
+    # the claim tested is the declared mechanism's, as the worker reads it
+    import accountant
+    from evaluator.canary_audit import audited_claim
+
+    tested, basis = audited_claim(0.25, accountant.verify(claim).to_dict())
+    assert (rows[0]["tested_epsilon"], rows[0]["claim_basis"]) == (pytest.approx(tested), basis)
+    assert tested <= 0.25 and (rows[1]["tested_epsilon"], rows[1]["claim_basis"]) == (None, None)
 
     missing = CliRunner().invoke(
         audit, [str(tmp_path), "--data", str(canary_benchmark), "--base", str(small_reference)]

@@ -34,6 +34,16 @@ def _reconstruction_audit(bound: float) -> dict:
     return columns
 
 
+def _tested(columns: dict) -> dict:
+    """The columns with the claim the worker tested: the mechanism's PLD epsilon."""
+    from evaluator.canary_audit import CLAIM_BASES
+
+    columns["audit_report"]["claim_tested"] = {
+        "epsilon": 0.527, "declared_epsilon": 1.0, "basis": CLAIM_BASES["mechanism"],
+    }  # fmt: skip
+    return columns
+
+
 @pytest.fixture(scope="module")
 def audited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     from bench.seed_leaderboard import add_submission
@@ -43,7 +53,7 @@ def audited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     claim = {"anls": 0.6, "total_bytes": 1000, "delta": 1e-5, "privacy_verified": True,
              "privacy_report": {"verified": True, "accountant": {}, "log_mismatches": []}}  # fmt: skip
     plan = [
-        ("liar", "alpha", 2, {**claim, "epsilon": 1.0, **_audit(1.84, True, snj=0.93)}),
+        ("liar", "alpha", 2, {**claim, "epsilon": 1.0, **_tested(_audit(1.84, True, snj=0.93))}),
         ("honest", "beta", 2, {**claim, "epsilon": 1.0, **_audit(0.0, False)}),
         ("open", "gamma", 1, {"anls": 0.5, "total_bytes": 10, **_audit(2.31, None)}),
         ("reconstruction", "epsilon", 1, {"anls": 0.5, "total_bytes": 10,
@@ -94,9 +104,13 @@ def test_submission_pages_show_the_audit(audited: Served) -> None:
     assert "Jagielski bound &epsilon; &ge; 0.930" in page
     assert "Gaussian curves) &epsilon; &ge; 1.840 (39 of 40 guesses right)" in page
     assert "The verdict uses the f-DP bound: f-DP with Gaussian curves" in page
+    # the epsilon the bound was compared with: the declared mechanism's, by PLD
+    assert "compared with &epsilon; = 0.527: the declared mechanism" in page
+    assert "PLD accountant" in page and "(declared &epsilon; = 1)" in page
     page = httpx.get(f"{audited.url}/leaderboard/submissions/{audited.ids['open']}").text
     assert "&epsilon; &ge; <strong>2.310</strong>" in page and "contradicted" not in page
     assert "privacy-audit-analyses" not in page  # an older report: the SNJ bound alone
+    assert "privacy-audit-claim" not in page  # no claim (track 1)
     page = httpx.get(f"{audited.url}/leaderboard/submissions/{audited.ids['reconstruction']}").text
     assert "11 of 25 secrets guessed right on 100 reconstruction canaries of 10 candidates" in page
     assert "does not apply" in page and "Jagielski bound" not in page
