@@ -14,9 +14,16 @@ bound, the one a claim is compared with, and the report holds both (``epsilon_lo
 ``fdp_epsilon_lower_bound``) with ``verdict_analysis`` and ``verdict_note`` (what the analysis
 that decided assumes).
 
+A third attack, ``calibrated`` (the default), scores the ``question`` probes by their gain
+beyond what the base model's log-likelihood predicts (:func:`calibrated_gain`): fine-tuning
+raises every invoice's likelihood, most where the base was worst, and that generic gain varies
+from canary to canary more than memorisation adds. It was chosen on one benchmark draw (``mini``,
+seed 0, the ``fedavg`` preset: AUC 0.835 against 0.677 for ``question``, bound 1.63 against
+0.11) and then measured on nine fresh draws (docs/results/audit_power.md).
+
 The attack that decides (``attack``) is fixed by the organisers before any submission: trying
-both and keeping the larger bound would need a correction for the choice. The other attack's
-AUC is reported beside it, as information.
+several and keeping the largest bound would need a correction for the choice. The other
+attacks' AUCs are reported beside it, as information.
 
 Reconstruction canaries (``kind: reconstruction`` in the coins file): every canary was trained
 on with one of k candidate VAT id and IBAN pairs. Asking the model for the secret with the
@@ -49,7 +56,11 @@ from accountant.audit import one_run_audit, reconstruction_audit
 
 COINS_FILE = "canaries.json"
 PROBES_FILE = "imdb_canaries.npy"
-ATTACKS = ("secret", "question")
+ATTACKS = ("secret", "question", "calibrated")
+#: the probes each attack scores
+ATTACK_PROBES = {"secret": "secret", "question": "question", "calibrated": "question"}
+#: the attack the evaluator decides with unless the organisers set another
+DEFAULT_ATTACK = "calibrated"
 #: the delta tested when the submission declares none (track 1): the competition's
 DEFAULT_DELTA = 1e-5
 #: invoices per canary whose probes the audit scores (measured: docs/results/audit_power.md)
@@ -65,8 +76,9 @@ class CanaryAudit:
             or a function returning it (resolved on first use).
         batch_size: probes per forward pass.
         device: where the base model runs (a torch device, or a function returning one).
-        attack: the probes whose gains score a membership canary (``secret`` or ``question``;
-            reconstruction canaries are always scored by their ``secret`` probes).
+        attack: how a membership canary is scored (a key of :data:`ATTACKS`: ``secret``,
+            ``question`` or ``calibrated``; reconstruction canaries are always scored by their
+            ``question`` probes, one version per candidate).
         probe_documents: invoices per canary whose probes are scored (None: all).
     """
 
@@ -77,7 +89,7 @@ class CanaryAudit:
         *,
         batch_size: int = 32,
         device: Any = "cpu",
-        attack: str = "question",
+        attack: str = DEFAULT_ATTACK,
         probe_documents: int | None = DEFAULT_PROBE_DOCUMENTS,
     ) -> None:
         if attack not in ATTACKS:
@@ -132,9 +144,9 @@ class CanaryAudit:
         if self.probe_documents is not None:
             kept = {d for entry in entries for d in entry["documents"][: self.probe_documents]}
             probes = [p for p in probes if p["document_id"] in kept]
-        for attack in ATTACKS:
-            if len({p["provider"] for p in probes if p.get("probe") == attack}) != len(providers):
-                raise ValueError(f"some canaries have no {attack!r} probe")
+        for kind in set(ATTACK_PROBES.values()):
+            if len({p["provider"] for p in probes if p.get("probe") == kind}) != len(providers):
+                raise ValueError(f"some canaries have no {kind!r} probe")
         return providers, included, probes
 
     @cached_property
@@ -261,8 +273,10 @@ class CanaryAudit:
                      for c in range(len(providers))]  # fmt: skip
             return {"question": table}
         kind = np.asarray([probes[i].get("probe") for i, _, _ in rows])
+        gains = {"secret": gain, "question": gain,
+                 "calibrated": calibrated_gain(gain, self._base_loglik, kind == "question")}  # fmt: skip
         return {
-            attack: [float(gain[(owner == index) & (kind == attack)].mean())
+            attack: [float(gains[attack][(owner == index) & (kind == ATTACK_PROBES[attack])].mean())
                      for index in range(len(providers))]
             for attack in ATTACKS
         }  # fmt: skip
@@ -312,6 +326,33 @@ class CanaryAudit:
             "audit_seconds": seconds,
             "audit_report": report,
         }
+
+
+def calibrated_gain(gain: Any, base: Any, fitted: Any) -> Any:
+    """Each probe's log-likelihood gain beyond what its base log-likelihood predicts.
+
+    Fine-tuning raises the likelihood of every invoice's answers, and most where the base model
+    was worst: that generic gain differs from canary to canary by more than memorisation adds
+    (on ``mini`` at the ``fedavg`` preset, seed 0: out-canaries gain 4.7 nats on average, with a
+    spread of 2.4). A straight line of gain on base log-likelihood, fitted by least squares over
+    the ``fitted`` probes (the canaries' own questions, trained on or not; no coin is used),
+    predicts the generic part; the residual is the rest.
+
+    Args:
+        gain: per probe, log-likelihood under the submitted model minus under the base.
+        base: per probe, the base model's log-likelihood.
+        fitted: per probe, whether it takes part in the fit.
+
+    Returns:
+        The residuals, one per probe (probes outside the fit get the same line).
+    """
+    import numpy as np
+
+    gain, base, fitted = np.asarray(gain), np.asarray(base), np.asarray(fitted, dtype=bool)
+    if fitted.sum() < 2 or np.ptp(base[fitted]) == 0:
+        return gain - gain[fitted].mean() if fitted.any() else gain
+    slope, intercept = np.polyfit(base[fitted], gain[fitted], 1)
+    return gain - (slope * base + intercept)
 
 
 #: how the epsilon a bound is compared with was read (:func:`audited_claim`)

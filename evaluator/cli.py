@@ -40,7 +40,7 @@ _DATA = click.option(
 #: the largest privacy.json the audit command reads (a declaration is a few hundred bytes)
 PRIVACY_FILE_LIMIT = 64 * 1024
 #: the canary attacks (``evaluator.canary_audit.ATTACKS``, named here to keep --help light)
-ATTACK_NAMES = ("secret", "question")
+ATTACK_NAMES = ("secret", "question", "calibrated")
 _QUEUE = click.option(
     "--queue",
     "queue_url",
@@ -288,9 +288,11 @@ def _claim(run_dir: Path) -> tuple[float | None, float | None, dict | None]:
 @click.option(
     "--attack",
     type=click.Choice(ATTACK_NAMES),
-    default="question",
+    default="calibrated",
     show_default=True,
-    help="the probes whose gains score a canary",
+    help="how a canary is scored: its question probes' gains beyond what the base model's "
+    "likelihood predicts (calibrated), their plain gains (question) or its identity probes' "
+    "(secret)",
 )
 @click.option(
     "--probe-documents",

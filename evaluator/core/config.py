@@ -71,10 +71,11 @@ class Settings(BaseSettings):
         device: where a scoring worker runs the model: ``auto`` (CUDA when torch sees a GPU,
             else the CPU), ``cpu``, ``cuda`` or ``cuda:N`` (``benchmark.model.device``).
         precision: ``fp32``, or ``bf16`` (autocast on the forward passes; not bit-compatible).
-        audit_attack: the privacy audit's attack (``evaluator.canary_audit``): ``question``
-            (the canary invoices' own questions; the default: the stronger of the two,
-            docs/organisers/audit.md) or ``secret`` (identity questions with the identity removed from
-            the OCR). Fixed before the competition opens.
+        audit_attack: the privacy audit's attack (``evaluator.canary_audit``): ``calibrated``
+            (the default: the canary invoices' own questions, their gains beyond what the base
+            model's likelihood predicts; the strongest, docs/organisers/audit.md), ``question``
+            (the same probes' plain gains) or ``secret`` (identity questions with the identity
+            removed from the OCR). Fixed before the competition opens.
         torch_threads: intra-op threads of a scoring worker (0: torch's default). On a machine
             shared with other work, 1 avoids oversubscription (twice as fast here under load).
     """
@@ -123,7 +124,7 @@ class Settings(BaseSettings):
     torch_threads: int = Field(default=0, ge=0, le=256)
     device: str = Field(default="auto", pattern=r"^(auto|cpu|cuda(:[0-9]{1,2})?)$")
     precision: Literal["fp32", "bf16"] = "fp32"
-    audit_attack: Literal["secret", "question"] = "question"
+    audit_attack: Literal["secret", "question", "calibrated"] = "calibrated"
     log_level: str = "INFO"
 
     @field_validator("organiser_token")

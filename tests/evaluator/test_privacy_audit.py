@@ -158,10 +158,12 @@ def test_the_attack_on_a_real_tiny_model(canary_benchmark: Path, small_reference
     memorised = auditor.audit(_fine_tuned(small_reference, canary_benchmark, included, 60), 1e-5)
     report = memorised["audit_report"]
     assert (report["canaries"], report["canaries_in"]) == (CANARIES, len(included))
-    # measured: AUC 0.885, bound 0.806 (20 guesses, 19 right)
+    # measured with the `question` attack: AUC 0.885, bound 0.806 (20 guesses, 19 right)
     assert memorised["audit_auc"] > 0.8, report
     assert memorised["audit_epsilon"] > 0.5, report
-    assert report["auc_by_attack"]["question"] == memorised["audit_auc"]
+    assert report["attack"] == "calibrated"
+    assert report["auc_by_attack"]["calibrated"] == memorised["audit_auc"]
+    assert report["auc_by_attack"]["question"] > 0.8, report
 
     from benchmark.data.imdb import read_data_points
 
