@@ -35,8 +35,11 @@ A canary's score for a candidate is the mean of that version's log-likelihood ga
 (submitted minus base) over its probes, and :func:`accountant.audit.reconstruction_audit`
 analyses the guesses (the best candidate per canary) with the f-DP test for k-ary guesses.
 
-Cost: the probes of at most ``probe_documents`` invoices per canary are scored (its first, in
-the coins file's order), so the audit's pass is bounded whatever the canaries' invoice counts.
+Cost: only the probes the deciding attack reads are scored (for ``calibrated`` and ``question``
+the question probes, which give both AUCs; ``secret`` reads the identity probes alone), and
+only those of at most ``probe_documents`` invoices per canary (its first, in the coins file's
+order: 8 for membership canaries, 2 for reconstruction ones, whose probes are scored once per
+candidate), so the audit's pass is bounded whatever the canaries' invoice counts.
 
 Like :mod:`evaluator.scoring`, only aggregates leave this module: no probe, secret, coin or
 per-canary score is returned, logged or put into a message.
@@ -50,7 +53,7 @@ import time
 from collections.abc import Callable, Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from accountant.audit import one_run_audit, reconstruction_audit
 
@@ -63,8 +66,10 @@ ATTACK_PROBES = {"secret": "secret", "question": "question", "calibrated": "ques
 DEFAULT_ATTACK = "calibrated"
 #: the delta tested when the submission declares none (track 1): the competition's
 DEFAULT_DELTA = 1e-5
-#: invoices per canary whose probes the audit scores (measured: docs/results/audit_power.md)
-DEFAULT_PROBE_DOCUMENTS = 2
+#: invoices per canary whose probes the audit scores, per canary kind (measured:
+#: docs/results/audit_power.md): a membership canary's probes are one row each, a
+#: reconstruction canary's one per candidate
+DEFAULT_PROBE_DOCUMENTS = {"membership": 8, "reconstruction": 2}
 
 
 class CanaryAudit:
@@ -79,7 +84,8 @@ class CanaryAudit:
         attack: how a membership canary is scored (a key of :data:`ATTACKS`: ``secret``,
             ``question`` or ``calibrated``; reconstruction canaries are always scored by their
             ``question`` probes, one version per candidate).
-        probe_documents: invoices per canary whose probes are scored (None: all).
+        probe_documents: invoices per canary whose probes are scored (None: all; ``kind``:
+            the canary kind's :data:`DEFAULT_PROBE_DOCUMENTS`).
     """
 
     def __init__(
@@ -90,14 +96,14 @@ class CanaryAudit:
         batch_size: int = 32,
         device: Any = "cpu",
         attack: str = DEFAULT_ATTACK,
-        probe_documents: int | None = DEFAULT_PROBE_DOCUMENTS,
+        probe_documents: int | Literal["kind"] | None = "kind",
     ) -> None:
         if attack not in ATTACKS:
             raise ValueError(f"attack must be one of {', '.join(ATTACKS)}, not {attack!r}")
-        if probe_documents is not None and probe_documents < 1:
-            raise ValueError(f"probe_documents must be >= 1 or None, not {probe_documents}")
+        if probe_documents != "kind" and probe_documents is not None and probe_documents < 1:
+            raise ValueError(f"probe_documents must be >= 1, 'kind' or None, not {probe_documents}")
         self.attack = attack
-        self.probe_documents = probe_documents
+        self._probe_documents = probe_documents
         self.data_dir = Path(data_dir)
         self._reference = reference_dir
         self._device = device
@@ -128,10 +134,28 @@ class CanaryAudit:
         """``membership`` or ``reconstruction`` (files written before the kinds: membership)."""
         return str(self._coins.get("kind", "membership"))
 
+    @property
+    def probe_documents(self) -> int | None:
+        """Invoices per canary whose probes are scored (None: all)."""
+        if self._probe_documents == "kind":
+            return DEFAULT_PROBE_DOCUMENTS[self.kind]
+        return self._probe_documents
+
+    @property
+    def scored_probe(self) -> str:
+        """The kind of probe scored: the attack's (reconstruction canaries: ``question``)."""
+        return "question" if self.kind == "reconstruction" else ATTACK_PROBES[self.attack]
+
+    @property
+    def attacks_scored(self) -> tuple[str, ...]:
+        """The attacks the scored probes give (the deciding one and the others on the same
+        probes, reported as information)."""
+        return tuple(a for a in ATTACKS if ATTACK_PROBES[a] == self.scored_probe)
+
     @cached_property
     def _canaries(self) -> tuple[list[str], list[bool], list[dict[str, Any]]]:
         """(canary provider ids, their coins, the probes scored), from the organisers' files:
-        the probes of each canary's first ``probe_documents`` invoices."""
+        the :attr:`scored_probe` probes of each canary's first ``probe_documents`` invoices."""
         from benchmark.data.imdb import read_imdb
 
         entries = self._coins["canaries"]
@@ -144,9 +168,9 @@ class CanaryAudit:
         if self.probe_documents is not None:
             kept = {d for entry in entries for d in entry["documents"][: self.probe_documents]}
             probes = [p for p in probes if p["document_id"] in kept]
-        for kind in set(ATTACK_PROBES.values()):
-            if len({p["provider"] for p in probes if p.get("probe") == kind}) != len(providers):
-                raise ValueError(f"some canaries have no {kind!r} probe")
+        probes = [p for p in probes if p.get("probe") == self.scored_probe]
+        if len({p["provider"] for p in probes}) != len(providers):
+            raise ValueError(f"some canaries have no {self.scored_probe!r} probe")
         return providers, included, probes
 
     @cached_property
@@ -272,13 +296,11 @@ class CanaryAudit:
             table = [[float(gain[(owner == c) & (candidate == j)].mean()) for j in range(k)]
                      for c in range(len(providers))]  # fmt: skip
             return {"question": table}
-        kind = np.asarray([probes[i].get("probe") for i, _, _ in rows])
         gains = {"secret": gain, "question": gain,
-                 "calibrated": calibrated_gain(gain, self._base_loglik, kind == "question")}  # fmt: skip
+                 "calibrated": calibrated_gain(gain, self._base_loglik, np.ones_like(gain, bool))}  # fmt: skip
         return {
-            attack: [float(gains[attack][(owner == index) & (kind == ATTACK_PROBES[attack])].mean())
-                     for index in range(len(providers))]
-            for attack in ATTACKS
+            attack: [float(gains[attack][owner == index].mean()) for index in range(len(providers))]
+            for attack in self.attacks_scored
         }  # fmt: skip
 
     def audit(self, model: Any | None, delta: float | None) -> dict[str, Any]:

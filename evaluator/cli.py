@@ -298,8 +298,8 @@ def _claim(run_dir: Path) -> tuple[float | None, float | None, dict | None]:
     "--probe-documents",
     type=click.IntRange(min=0),
     default=None,
-    help="invoices per canary whose probes are scored (0: all; default: the "
-    "worker's, evaluator.canary_audit.DEFAULT_PROBE_DOCUMENTS)",
+    help="invoices per canary whose probes are scored (0: all; default: the worker's for "
+    "the canaries' kind, evaluator.canary_audit.DEFAULT_PROBE_DOCUMENTS)",
 )
 @click.option("--threads", type=int, default=None, help="torch threads (default: torch's)")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per run")
@@ -325,12 +325,7 @@ def audit(
 
     from benchmark.model import load_model
     from benchmark.model.loading import resolve_checkpoint
-    from evaluator.canary_audit import (
-        DEFAULT_PROBE_DOCUMENTS,
-        CanaryAudit,
-        audited_claim,
-        contradicted,
-    )
+    from evaluator.canary_audit import CanaryAudit, audited_claim, contradicted
 
     if threads:
         torch.set_num_threads(threads)
@@ -338,7 +333,7 @@ def audit(
         reference = resolve_checkpoint(base)
     except FileNotFoundError as exc:
         raise click.ClickException(str(exc)) from None
-    documents = DEFAULT_PROBE_DOCUMENTS if probe_documents is None else probe_documents or None
+    documents = "kind" if probe_documents is None else probe_documents or None
     auditor = CanaryAudit(data_dir, reference, attack=attack, probe_documents=documents)
     if not auditor.available:
         raise click.ClickException(

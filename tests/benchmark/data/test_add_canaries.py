@@ -114,10 +114,12 @@ def test_canaries_join_the_clients_like_providers(host: Path, copied: Path) -> N
 def test_the_audit_reads_the_copy(copied: Path) -> None:
     from evaluator.canary_audit import CanaryAudit
 
-    auditor = CanaryAudit(copied, Path("unused"), probe_documents=None)
-    providers, coins, probes = auditor._canaries
-    assert len(providers) == CANARIES and any(coins) and not all(coins)
-    assert {p["probe"] for p in probes} == {"secret", "question"}
+    # both kinds of probe are there: each attack scores its own
+    for attack, kind in (("calibrated", "question"), ("secret", "secret")):
+        auditor = CanaryAudit(copied, Path("unused"), attack=attack, probe_documents=None)
+        providers, coins, probes = auditor._canaries
+        assert len(providers) == CANARIES and any(coins) and not all(coins)
+        assert {p["probe"] for p in probes} == {kind}
 
 
 def test_a_flat_release_with_hexadecimal_ids(host: Path, tmp_path: Path) -> None:
