@@ -7,7 +7,9 @@ the audit's cost beside scoring the test split, and a plot of the bound against 
 intensity.
 
 Everything already present under OUT is kept (a run directory with its checkpoint, an audit's
-JSON line), so the study can be stopped and resumed, and extended by seeds later.
+JSON line), so the study can be stopped and resumed, and extended by seeds later; a line
+audited with other settings than the evaluator's current defaults is audited again (its
+training and scoring time kept).
 
 Usage: ``python -m bench.audit_power --out DIR --seeds 0 1 2 [--kind reconstruction]
 [--runs fedavg fedavg-c10 dp-lora-eps1 ...] [--canaries 100]``; writes ``OUT/audit_power.jsonl``
@@ -78,19 +80,34 @@ def study(out: Path, seeds: list[int], kind: str, canaries: int, runs: list[str]
     for seed in seeds:
         data = benchmark(out, seed, kind, canaries)
         for label in runs:
-            if (seed, label) in done:
+            kept = done.get((seed, label))
+            if kept is not None and not stale(kept, kind):
                 continue
             run = out / "runs" / f"{kind}-s{seed}" / label
-            seconds = train(data, run, recipes[label])
+            seconds = train(data, run, recipes[label]) or (kept or {}).get("train_seconds", 0.0)
             row = {"seed": seed, "label": label, "kind": kind, "train_seconds": seconds,
                    **audit([run], data)[0]}  # fmt: skip
-            if label in INTENSITIES and "scoring_seconds" not in row:
-                row["scoring_seconds"] = scoring_seconds(run, data)
+            if label in INTENSITIES:
+                row["scoring_seconds"] = (kept or {}).get("scoring_seconds") or scoring_seconds(
+                    run, data
+                )
             done[(seed, label)] = row
             with ledger.open("a", encoding="utf-8") as handle:
                 handle.write(json.dumps(row) + "\n")
             print(f"seed {seed} {label}: bound {row['audit_epsilon']:.3f}", flush=True)
     return [done[key] for key in sorted(done)]
+
+
+def stale(row: dict, kind: str) -> bool:
+    """Whether a kept row was audited with other settings than the evaluator's defaults (the
+    attack, the invoices per canary): its run is audited again, its training kept."""
+    from evaluator.canary_audit import DEFAULT_ATTACK, DEFAULT_PROBE_DOCUMENTS
+
+    attack = DEFAULT_ATTACK if kind == "membership" else "question"
+    return (row.get("attack"), row.get("probe_documents")) != (
+        attack,
+        DEFAULT_PROBE_DOCUMENTS[kind],
+    )
 
 
 def run_order(rows: list[dict]) -> list[str]:
@@ -138,20 +155,25 @@ def table(rows: list[dict]) -> str:
 
 
 def plot(rows: list[dict], path: Path) -> None:
-    """The bound of every draw against training intensity (one column per run)."""
+    """Both analyses' bounds of every draw against training intensity (one column per run:
+    f-DP on the left, Steinke-Nasr-Jagielski on the right)."""
     from benchmark.figures import new_figure, save_figure
 
     labels = run_order(rows)
     figure, axes = new_figure()
-    for index, label in enumerate(labels):
-        bounds = [r["audit_epsilon"] for r in rows if r["label"] == label]
-        axes.scatter([index] * len(bounds), bounds, alpha=0.7)
+    for name, key, shift, marker in (("f-DP (Gaussian curves)", "fdp_epsilon", -0.12, "o"),
+                                     ("Steinke-Nasr-Jagielski", "snj_epsilon", 0.12, "x")):  # fmt: skip
+        for index, label in enumerate(labels):
+            bounds = [r[key] for r in rows if r["label"] == label]
+            axes.scatter([index + shift] * len(bounds), bounds, alpha=0.7, marker=marker,
+                         color="C0" if key == "fdp_epsilon" else "C1",
+                         label=name if index == 0 else None)  # fmt: skip
     liar = [tested_claim(r, rows)[1] for r in rows if r["label"] in INTENSITIES]
     if liar:
         axes.axhline(sorted(liar)[len(liar) // 2], linestyle="--", color="grey",
                      label="false claim (epsilon 1 declared; its mechanism's epsilon tested)")  # fmt: skip
     axes.set_xticks(range(len(labels)), labels, rotation=20)
-    axes.set_ylabel("audit's lower bound on epsilon (f-DP)")
+    axes.set_ylabel("audit's lower bound on epsilon")
     axes.legend()
     save_figure(figure, path)
 

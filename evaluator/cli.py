@@ -365,6 +365,7 @@ def audit(
             "kind": report["kind"], "candidates": report["candidates"],
             "correct": report["correct"], "guesses": report["guesses"],
             "fdp_correct": report["fdp_correct"], "fdp_guesses": report["fdp_guesses"],
+            "attack": report["attack"], "probe_documents": report["probe_documents"],
             "auc_by_attack": report["auc_by_attack"],
             "contradicted": contradicted(tested, columns["audit_epsilon"]),
             "audit_seconds": columns["audit_seconds"], "base_seconds": base_seconds,
