@@ -132,8 +132,9 @@ def table(rows: list[dict]) -> str:
     """Markdown: per run, the bound on each draw and how many draws contradict its claim."""
     labels = run_order(rows)
     lines = ["| run | claim: declared (tested, median) | draws | contradicted | "
-             "bound: median (min to max) | right of guessed (median) | AUC (median) |",
-             "| --- | --- | ---: | ---: | --- | --- | ---: |"]  # fmt: skip
+             "bound: median (min to max) | right of guessed (median) | AUC (median) | "
+             "TPR at 10% FPR (median) |",
+             "| --- | --- | ---: | ---: | --- | --- | ---: | ---: |"]  # fmt: skip
     for label in labels:
         mine = sorted((r for r in rows if r["label"] == label), key=lambda r: r["audit_epsilon"])
         claims = [tested_claim(r, rows) for r in mine]
@@ -145,7 +146,8 @@ def table(rows: list[dict]) -> str:
                      f"{hits} of {len(mine)} | "
                      f"{middle['audit_epsilon']:.3f} ({bounds[0]:.3f} to {bounds[-1]:.3f}) | "
                      f"{middle['fdp_correct']} of {middle['fdp_guesses']} | "
-                     f"{sorted(r['auc'] for r in mine)[len(mine) // 2]:.3f} |")  # fmt: skip
+                     f"{sorted(r['auc'] for r in mine)[len(mine) // 2]:.3f} | "
+                     f"{sorted(r['tpr'] for r in mine)[len(mine) // 2]:.3f} |")  # fmt: skip
     costs = [(r["audit_seconds"], r["scoring_seconds"]) for r in rows if "scoring_seconds" in r]
     if costs:
         ratio = sorted(a / s for a, s in costs)[len(costs) // 2]
