@@ -13,7 +13,7 @@ This assumes a canary's signal does not depend on how many canaries there are; m
 are more of the training data, so the figures for M far from 100 are an extrapolation.
 
 Usage: ``python -m bench.audit_canary_count --study .bench/audit-power-membership --out DIR
-[--label fedavg] [--draws 200]``; writes ``OUT/canary_scores.jsonl`` (kept between runs),
+[--label fedavg] [--draws 200] [--kept-only]``; writes ``OUT/canary_scores.jsonl`` (kept between runs),
 ``OUT/audit_canary_count.png`` and prints a markdown table.
 """
 
@@ -33,9 +33,10 @@ CANARY_COUNTS = (50, 100, 200, 400)
 DELTA = 1e-5
 
 
-def canary_scores(study: Path, out: Path, label: str) -> list[dict]:
+def canary_scores(study: Path, out: Path, label: str, *, score_missing: bool = True) -> list[dict]:
     """Per seed of ``study`` with a kept ``label`` run: its canaries' scores and coins
-    (computed once, kept in ``OUT/canary_scores.jsonl``)."""
+    (computed once, kept in ``OUT/canary_scores.jsonl``; with ``score_missing`` False, only
+    those already kept)."""
     from benchmark.model import load_model
     from benchmark.model.loading import resolve_checkpoint
     from evaluator.canary_audit import CanaryAudit
@@ -49,7 +50,7 @@ def canary_scores(study: Path, out: Path, label: str) -> list[dict]:
     reference = resolve_checkpoint("base")
     for run in sorted((study / "runs").glob(f"*-s*/{label}/checkpoint")):
         seed = int(run.parent.parent.name.rsplit("-s", 1)[1])
-        if (seed, label) in kept:
+        if (seed, label) in kept or not score_missing:
             continue
         data = study / "data" / run.parent.parent.name
         auditor = CanaryAudit(data, reference)
@@ -133,9 +134,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--label", default="fedavg")
     parser.add_argument("--draws", type=int, default=200)
+    parser.add_argument("--kept-only", action="store_true",
+                        help="simulate from the runs already scored in OUT, score no more")  # fmt: skip
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    pooled = canary_scores(args.study, args.out, args.label)
+    pooled = canary_scores(args.study, args.out, args.label, score_missing=not args.kept_only)
     if not pooled:
         raise SystemExit(f"no {args.label} run with a checkpoint under {args.study / 'runs'}")
     claim = false_claim(args.study)
