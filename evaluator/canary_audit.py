@@ -19,7 +19,8 @@ beyond what the base model's log-likelihood predicts (:func:`calibrated_gain`): 
 raises every invoice's likelihood, most where the base was worst, and that generic gain varies
 from canary to canary more than memorisation adds. It was chosen on one benchmark draw (``mini``,
 seed 0, the ``fedavg`` preset: AUC 0.835 against 0.677 for ``question``, bound 1.63 against
-0.11) and then measured on nine fresh draws (docs/results/audit_power.md).
+0.11), its probe settings on seeds 0 and 1, and then measured on eight draws never looked at
+before (docs/results/audit_power.md).
 
 The attack that decides (``attack``) is fixed by the organisers before any submission: trying
 several and keeping the largest bound would need a correction for the choice. The other
