@@ -196,6 +196,12 @@ class AuditResult:
         return asdict(self)
 
 
+def plan_level(alpha: float, plans: int, *, analyses: int = 1) -> float:
+    """The level each guess plan is tested at: ``alpha`` shared (Bonferroni) over the plans and
+    over the analyses whose largest bound the verdict takes."""
+    return alpha / plans / analyses
+
+
 def guess_counts(m: int, fractions: Sequence[float] = DEFAULT_GUESS_FRACTIONS) -> tuple[int, ...]:
     """The per-side guess counts tried for ``m`` canaries: each fraction of m, at least 1 and
     at most m // 2, without repeats."""
@@ -258,7 +264,7 @@ def one_run_audit(
     order = np.lexsort((np.arange(m), -values))
     plans = guess_plans(m, fractions)
     gaussian = 0 < delta < 1  # no Gaussian curve is (epsilon, 0)-DP: no f-DP reading
-    level = alpha / len(plans) / (2 if gaussian else 1)
+    level = plan_level(alpha, len(plans), analyses=2 if gaussian else 1)
     best = None
     best_fdp = None
     for k_in, k_out in plans:
@@ -351,7 +357,7 @@ def reconstruction_audit(
     order = np.lexsort((np.arange(m), -margin))
     right = guess == secret
     counts = sorted({min(max(1, round(f * m)), m) for f in fractions})
-    level = alpha / len(counts)
+    level = plan_level(alpha, len(counts))
     best = None
     for r in counts:
         correct = int(right[order[:r]].sum())

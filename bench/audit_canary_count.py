@@ -25,12 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from accountant.audit import guess_plans, one_run_audit
-from accountant.audit_fdp import fdp_epsilon_lower_bound
+from accountant.audit import one_run_audit
+from bench.audit_ceiling import DELTA, ceilings
 from bench.audit_power import LIAR_DECLARATION
 
 CANARY_COUNTS = (50, 100, 200, 400)
-DELTA = 1e-5
 
 
 def canary_scores(study: Path, out: Path, label: str, *, score_missing: bool = True) -> list[dict]:
@@ -92,9 +91,7 @@ def simulate(pooled: list[dict], counts: tuple[int, ...], draws: int, claim: flo
             snj.append(audit.epsilon_lower_bound)
             fdp.append(audit.fdp_epsilon_lower_bound)
             verdict.append(audit.verdict_epsilon)
-        level = 0.05 / len(guess_plans(m)) / 2
-        ceiling = max(fdp_epsilon_lower_bound(m, k + j, k + j, delta=DELTA, alpha=level)
-                      for k, j in guess_plans(m))  # fmt: skip
+        ceiling = ceilings(m)["fdp_plans"]
         results.append({
             "canaries": m, "snj": np.quantile(snj, (0.1, 0.5, 0.9)).tolist(),
             "fdp": np.quantile(fdp, (0.1, 0.5, 0.9)).tolist(),

@@ -31,7 +31,7 @@ import json
 from pathlib import Path
 
 from accountant.analysis.pld import compute_epsilon
-from accountant.audit import epsilon_lower_bound, guess_plans
+from accountant.audit import epsilon_lower_bound, guess_plans, plan_level
 from accountant.audit_fdp import clt_mu, fdp_epsilon_lower_bound, gdp_mu, mu_lower_bound
 
 ALPHA = 0.05
@@ -51,7 +51,7 @@ def ceilings(m: int, candidates: int = 2) -> dict[str, float | None]:
     plan of M guesses at ``ALPHA`` (SNJ: None for ``candidates`` > 2)."""
     plans = guess_plans(m)
     binary = candidates == 2
-    level = ALPHA / len(plans) / (2 if binary else 1)  # binary: both analyses share the 5%
+    level = plan_level(ALPHA, len(plans), analyses=2 if binary else 1)  # binary: SNJ and f-DP
     sizes = [k_in + k_out for k_in, k_out in plans]
     if candidates > 2:  # no in/out split: the plans' guess counts, both sides' worth
         sizes = [min(m, s) for s in sizes]

@@ -297,12 +297,14 @@ class CanaryAudit:
             table = [[float(gain[(owner == c) & (candidate == j)].mean()) for j in range(k)]
                      for c in range(len(providers))]  # fmt: skip
             return {"question": table}
-        gains = {"secret": gain, "question": gain,
-                 "calibrated": calibrated_gain(gain, self._base_loglik, np.ones_like(gain, bool))}  # fmt: skip
-        return {
-            attack: [float(gains[attack][owner == index].mean()) for index in range(len(providers))]
-            for attack in self.attacks_scored
-        }  # fmt: skip
+        scores = {}
+        for attack in self.attacks_scored:
+            values = gain
+            if attack == "calibrated":
+                values = calibrated_gain(gain, self._base_loglik, np.ones_like(gain, bool))
+            scores[attack] = [float(values[owner == index].mean())
+                              for index in range(len(providers))]  # fmt: skip
+        return scores
 
     def audit(self, model: Any | None, delta: float | None) -> dict[str, Any]:
         """The audit's result columns for one submitted model.
