@@ -101,9 +101,13 @@ def study(out: Path, seeds: list[int], kind: str, canaries: int, runs: list[str]
 def stale(row: dict, kind: str) -> bool:
     """Whether a kept row was audited with other settings than the evaluator's defaults (the
     attack, the invoices per canary): its run is audited again, its training kept."""
-    from evaluator.canary_audit import DEFAULT_ATTACK, DEFAULT_PROBE_DOCUMENTS
+    from evaluator.canary_audit import (
+        DEFAULT_ATTACK,
+        DEFAULT_PROBE_DOCUMENTS,
+        RECONSTRUCTION_ATTACK,
+    )
 
-    attack = DEFAULT_ATTACK if kind == "membership" else "question"
+    attack = DEFAULT_ATTACK if kind == "membership" else RECONSTRUCTION_ATTACK
     return (row.get("attack"), row.get("probe_documents")) != (
         attack,
         DEFAULT_PROBE_DOCUMENTS[kind],
@@ -176,7 +180,8 @@ def plot(rows: list[dict], path: Path) -> None:
                      label="false claim (epsilon 1 declared; its mechanism's epsilon tested)")  # fmt: skip
     axes.set_xticks(range(len(labels)), labels, rotation=20)
     axes.set_ylabel("audit's lower bound on epsilon")
-    axes.legend()
+    axes.set_ylim(top=1.45 * max([*(r["fdp_epsilon"] for r in rows), *liar, 1.0]))
+    axes.legend(loc="upper right")
     save_figure(figure, path)
 
 

@@ -65,6 +65,9 @@ ATTACKS = ("secret", "question", "calibrated")
 ATTACK_PROBES = {"secret": "secret", "question": "question", "calibrated": "question"}
 #: the attack the evaluator decides with unless the organisers set another
 DEFAULT_ATTACK = "calibrated"
+#: the attack that scores reconstruction canaries, whatever the organisers set: the likelihood
+#: of each candidate's version of the canary's question probes
+RECONSTRUCTION_ATTACK = "question"
 #: the delta tested when the submission declares none (track 1): the competition's
 DEFAULT_DELTA = 1e-5
 #: invoices per canary whose probes the audit scores, per canary kind (measured:
@@ -145,7 +148,8 @@ class CanaryAudit:
     @property
     def scored_probe(self) -> str:
         """The kind of probe scored: the attack's (reconstruction canaries: ``question``)."""
-        return "question" if self.kind == "reconstruction" else ATTACK_PROBES[self.attack]
+        attack = RECONSTRUCTION_ATTACK if self.kind == "reconstruction" else self.attack
+        return ATTACK_PROBES[attack]
 
     @property
     def attacks_scored(self) -> tuple[str, ...]:
@@ -283,8 +287,9 @@ class CanaryAudit:
     def scores(self, model: Any) -> dict[str, Any]:
         """Each canary's scores, in the canaries' order: for membership canaries, under each
         attack, the mean over the canary's probes of that kind of the answer's log-likelihood
-        under ``model`` minus under the base; for reconstruction canaries (key ``question``)
-        an m x k table, the same mean per candidate version of the canary's records."""
+        under ``model`` minus under the base; for reconstruction canaries (key
+        :data:`RECONSTRUCTION_ATTACK`) an m x k table, the same mean per candidate version of
+        the canary's records."""
         import numpy as np
 
         providers, _, probes = self._canaries
@@ -296,7 +301,7 @@ class CanaryAudit:
             k = int(candidate.max()) + 1
             table = [[float(gain[(owner == c) & (candidate == j)].mean()) for j in range(k)]
                      for c in range(len(providers))]  # fmt: skip
-            return {"question": table}
+            return {RECONSTRUCTION_ATTACK: table}
         scores = {}
         for attack in self.attacks_scored:
             values = gain
@@ -331,8 +336,8 @@ class CanaryAudit:
         scores = self.scores(model)
         if self.kind == "reconstruction":
             secrets = [int(entry["secret"]) for entry in self._coins["canaries"]]
-            result = reconstruction_audit(scores["question"], secrets, delta=tested)
-            attack, auc_by_attack = "question", {}
+            attack, auc_by_attack = RECONSTRUCTION_ATTACK, {}
+            result = reconstruction_audit(scores[attack], secrets, delta=tested)
         else:
             result = one_run_audit(scores[self.attack], included, delta=tested)
             attack = self.attack
