@@ -27,7 +27,7 @@ import numpy as np
 
 from accountant.audit import one_run_audit
 from bench.audit_ceiling import DELTA, ceilings
-from bench.audit_power import LIAR_DECLARATION
+from bench.audit_power import LIAR_DECLARATION, read_ledger
 
 CANARY_COUNTS = (50, 100, 200, 400)
 
@@ -41,11 +41,7 @@ def canary_scores(study: Path, out: Path, label: str, *, score_missing: bool = T
     from evaluator.canary_audit import CanaryAudit
 
     cache = out / "canary_scores.jsonl"
-    kept = {}
-    if cache.is_file():
-        for line in cache.read_text().splitlines():
-            row = json.loads(line)
-            kept[(row["seed"], row["label"])] = row
+    kept = read_ledger(cache)
     reference = resolve_checkpoint("base")
     for run in sorted((study / "runs").glob(f"*-s*/{label}/checkpoint")):
         seed = int(run.parent.parent.name.rsplit("-s", 1)[1])
@@ -65,8 +61,9 @@ def canary_scores(study: Path, out: Path, label: str, *, score_missing: bool = T
 
 
 def false_claim(study: Path) -> float:
-    """The median tested epsilon of the study's ``dp-lora`` epsilon-1 declarations."""
-    rows = [json.loads(line) for line in (study / "audit_power.jsonl").read_text().splitlines()]
+    """The median tested epsilon of the study's ``dp-lora`` epsilon-1 declarations (each run's
+    latest row)."""
+    rows = read_ledger(study / "audit_power.jsonl").values()
     tested = sorted(r["tested_epsilon"] for r in rows
                     if r["label"] == LIAR_DECLARATION and r.get("tested_epsilon"))  # fmt: skip
     if not tested:

@@ -68,14 +68,21 @@ def train(data: Path, run: Path, options: tuple[str, ...]) -> float:
     return time.perf_counter() - started
 
 
+def read_ledger(path: Path) -> dict[tuple[int, str], dict]:
+    """An append-only JSON-lines ledger's rows by (seed, label), a later line replacing an
+    earlier one (empty when the file is absent)."""
+    rows = {}
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            rows[(row["seed"], row["label"])] = row
+    return rows
+
+
 def study(out: Path, seeds: list[int], kind: str, canaries: int, runs: list[str]) -> list[dict]:
     """Generate, train and audit what is missing; every audited run's row."""
     ledger = out / "audit_power.jsonl"
-    done = {}
-    if ledger.is_file():
-        for line in ledger.read_text().splitlines():
-            row = json.loads(line)
-            done[(row["seed"], row["label"])] = row
+    done = read_ledger(ledger)
     recipes = {**INTENSITIES, **PRIVATE}
     for seed in seeds:
         data = benchmark(out, seed, kind, canaries)
