@@ -49,10 +49,9 @@ def canary_scores(study: Path, out: Path, label: str, *, score_missing: bool = T
             continue
         data = study / "data" / run.parent.parent.name
         auditor = CanaryAudit(data, reference)
-        _, included, _ = auditor._canaries
         scores = auditor.scores(load_model(run).eval())[auditor.attack]
         row = {"seed": seed, "label": label, "attack": auditor.attack, "scores": scores,
-               "coins": included}  # fmt: skip
+               "coins": auditor.coins}  # fmt: skip
         kept[(seed, label)] = row
         with cache.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(row) + "\n")

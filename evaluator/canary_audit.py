@@ -157,6 +157,11 @@ class CanaryAudit:
         probes, reported as information)."""
         return tuple(a for a in ATTACKS if ATTACK_PROBES[a] == self.scored_probe)
 
+    @property
+    def coins(self) -> list[bool]:
+        """Each canary's coin (True: trained on), in the canaries' order."""
+        return self._canaries[1]
+
     @cached_property
     def _canaries(self) -> tuple[list[str], list[bool], list[dict[str, Any]]]:
         """(canary provider ids, their coins, the probes scored), from the organisers' files:
@@ -331,7 +336,7 @@ class CanaryAudit:
         from accountant.audit import roc_auc
 
         started = time.perf_counter()
-        _, included, _ = self._canaries
+        included = self.coins
         tested = DEFAULT_DELTA if delta is None else float(delta)
         scores = self.scores(model)
         if self.kind == "reconstruction":
