@@ -15,6 +15,7 @@ from benchmark.tracks import TRACKS
 from evaluator import team_names
 from evaluator.api.routes import health, submissions, teams
 from evaluator.api.status_views import StatusViews
+from evaluator.api.worker_watch import WorkerWatch
 from evaluator.benchmark_info import track_unavailable
 from evaluator.core.config import Settings
 from evaluator.core.db import migrate, read_session_factory, session_factory
@@ -108,6 +109,9 @@ def create_app(
     app.state.sessions = session_factory(settings.db_url, pool_size=settings.api_threads)
     app.state.read_sessions = read_session_factory(settings.db_url, pool_size=settings.api_threads)
     app.state.status_views = StatusViews()
+    app.state.worker_watch = WorkerWatch(
+        app.state.read_sessions, stale_seconds=settings.worker_stale_seconds
+    )
     app.state.store = SubmissionStore(settings.storage_dir)
     app.state.queue = TaskQueue(settings.queue, name=settings.queue_name)
     app.state.throttle = FailedAuthThrottle(

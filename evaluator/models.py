@@ -2,7 +2,8 @@
 
 Tables: ``teams`` (hashed API tokens, organiser role), ``submissions`` (one row per upload with
 its state, timestamps, lease and every result the leaderboard ranks on) and
-``submission_events`` (each state transition, timestamped).
+``submission_events`` (each state transition, timestamped) and ``workers`` (each scoring
+worker's heartbeat and, for one that refused to start, why).
 """
 
 from __future__ import annotations
@@ -244,6 +245,35 @@ class BoardVersion(Base):
     unmarked_version: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
 
 
+class WorkerState(enum.StrEnum):
+    """States of a scoring worker: starting -> ready -> stopped, or starting -> refused."""
+
+    STARTING = "starting"
+    READY = "ready"
+    REFUSED = "refused"
+    STOPPED = "stopped"
+
+
+class Worker(Base):
+    """A scoring worker process (embedded in ``pflkit serve`` or a ``pflkit worker``) and its
+    heartbeat: a worker is live while it is ``ready`` and its last beat is recent
+    (``evaluator.crud.workers``); one that refused to start keeps its reason here."""
+
+    __tablename__ = "workers"
+    __table_args__ = (Index("ix_workers_state_beat", "state", "last_beat_at"),)
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    host: Mapped[str] = mapped_column(String(255))
+    pid: Mapped[int] = mapped_column(Integer)
+    embedded: Mapped[bool] = mapped_column(Boolean, default=False)
+    state: Mapped[str] = mapped_column(String(16), default=WorkerState.STARTING.value)
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    started_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    last_beat_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # The submissions it is scoring now (space-separated ids; empty when idle).
+    holding: Mapped[str] = mapped_column(Text, default="", server_default="")
+
+
 class PersonalMetadata(BaseModel):
     """``submission.json``'s ``personal`` (track 3)."""
 
@@ -416,6 +446,13 @@ class SubmissionPublic(BaseModel):
     total_bytes: int | None = Field(description="bytes exchanged, both directions")
     results: ResultsPublic
     transitions: list[TransitionPublic]
+    waiting_for_worker_since: dt.datetime | None = Field(
+        default=None,
+        description="a queued submission while no scoring worker is live: since when it waits",
+    )
+    waiting: str | None = Field(
+        default=None, description="a queued submission while no scoring worker is live: why"
+    )
 
     @classmethod
     def from_row(cls, row: Submission, *, full_precision: bool = False) -> SubmissionPublic:
@@ -527,6 +564,16 @@ class TeamCreated(BaseModel):
     name: str
     organiser: bool
     token: str
+
+
+class ReadyState(BaseModel):
+    """Answer of ``GET /readyz``: whether the service can score what it accepts."""
+
+    status: Literal["ready", "not ready"]
+    database: Literal["ok", "behind its migrations"]
+    live_workers: int
+    starting_workers: int
+    reasons: list[str]
 
 
 class Health(BaseModel):

@@ -1,15 +1,15 @@
 """``pflkit serve``: the evaluator's API with the leaderboard's pages, and one embedded worker.
 
 Lives above both packages because it runs the app of :mod:`pflkit.app`. Stopping it with SIGTERM
-or SIGINT shuts the server down gracefully and stops the embedded worker before exiting.
+or SIGINT shuts the server down gracefully and stops the embedded worker before exiting. When the
+embedded worker refuses to start or dies, the service stops and exits non-zero with its reason
+(:mod:`evaluator.worker.embedded`).
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 from types import FrameType
 from typing import Any
 
@@ -53,6 +53,7 @@ def serve(leaderboard: bool, **options: Any) -> None:
     import uvicorn
 
     from evaluator.core.db import migrate
+    from evaluator.worker.embedded import EmbeddedWorker
     from pflkit.app import create_api, create_app
 
     settings = service_settings(options, scores=None)
@@ -61,14 +62,7 @@ def serve(leaderboard: bool, **options: Any) -> None:
     # again; with Python's default SIGTERM handler that killed the process before the embedded
     # worker was stopped (it lingered until it noticed its parent was gone).
     signal.signal(signal.SIGTERM, _exit_on_signal)
-    child = None
-    if settings.embedded_worker:
-        env = {
-            **os.environ,
-            **settings.environment(),
-            "PFLKIT_EVALUATOR_PARENT_PID": str(os.getpid()),
-        }
-        child = subprocess.Popen([sys.executable, "-m", "pflkit", "worker"], env=env)
+    worker = EmbeddedWorker(settings).start() if settings.embedded_worker else None
     factory = create_app if leaderboard else create_api
     try:
         if settings.api_workers > 1:
@@ -90,10 +84,12 @@ def serve(leaderboard: bool, **options: Any) -> None:
             )
     except KeyboardInterrupt:
         pass
+    except SystemExit:
+        if worker is None or worker.failure is None:
+            raise
     finally:
-        if child is not None:
-            child.terminate()
-            try:
-                child.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                child.kill()
+        if worker is not None:
+            worker.stop()
+    # The embedded worker died or refused to start: the service stopped, and says why.
+    if worker is not None and worker.failure is not None:
+        raise click.ClickException(worker.failure)

@@ -68,6 +68,9 @@ class Settings(BaseSettings):
         max_messages_per_client_round: most messages per client and round in a log (a round
             holds at most ``2 * K`` times this many).
         lease_seconds: how long a worker owns a job without a heartbeat before it is re-queued.
+        worker_beat_seconds: how often every scoring worker records that it is alive (the
+            ``workers`` table); a worker silent for three beats is not live (``/readyz`` answers
+            503 when no worker is live).
         device: where a scoring worker runs the model: ``auto`` (CUDA when torch sees a GPU,
             else the CPU), ``cpu``, ``cuda`` or ``cuda:N`` (``benchmark.model.device``).
         precision: ``fp32``, or ``bf16`` (autocast on the forward passes; not bit-compatible).
@@ -113,6 +116,7 @@ class Settings(BaseSettings):
 
     lease_seconds: float = Field(default=300.0, gt=0)
     reap_interval_seconds: float = Field(default=10.0, gt=0)
+    worker_beat_seconds: float = Field(default=5.0, gt=0, le=3600)
     received_timeout_seconds: float = Field(default=3600.0, gt=0)
     max_attempts: int = Field(default=3, ge=1, le=100)
     retry_delay_seconds: float = Field(default=10.0, ge=0)
@@ -201,6 +205,11 @@ class Settings(BaseSettings):
             + self.max_personal_bytes
             + 64 * 1024
         )
+
+    @property
+    def worker_stale_seconds(self) -> float:
+        """How long a worker may stay silent and still count as live (three beats)."""
+        return 3.0 * self.worker_beat_seconds
 
     @property
     def heartbeat_seconds(self) -> float:

@@ -166,12 +166,25 @@ def migrate(url: str) -> None:
     command.upgrade(alembic_config(url), "head")
 
 
-def schema_is_current(url: str) -> bool:
-    """Whether the database at ``url`` is at the newest migration."""
-    from alembic.runtime.migration import MigrationContext
+@lru_cache(maxsize=1)
+def code_heads() -> frozenset[str]:
+    """The newest migrations this code knows (read once per process)."""
+    from alembic.config import Config
     from alembic.script import ScriptDirectory
 
-    script = ScriptDirectory.from_config(alembic_config(url))
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    return frozenset(ScriptDirectory.from_config(config).get_heads())
+
+
+def schema_revisions(url: str) -> frozenset[str]:
+    """The migrations the database at ``url`` is at (empty: never migrated)."""
+    from alembic.runtime.migration import MigrationContext
+
     with get_engine(url).connect() as connection:
-        current = MigrationContext.configure(connection).get_current_heads()
-    return set(current) == set(script.get_heads())
+        return frozenset(MigrationContext.configure(connection).get_current_heads())
+
+
+def schema_is_current(url: str) -> bool:
+    """Whether the database at ``url`` is at the newest migration."""
+    return schema_revisions(url) == code_heads()

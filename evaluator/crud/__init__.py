@@ -3,7 +3,8 @@
 One module per resource: ``teams.py``, ``quota.py``, ``submissions.py`` (reservation and the
 state machine, :func:`transition`), ``leases.py`` (the worker's claim and the reaper's moves),
 ``board.py`` (the leaderboard's version), ``copies.py``, ``flags.py``,
-``organiser_sessions.py`` and ``status_reads.py`` (the status endpoint's one-query reads).
+``organiser_sessions.py``, ``status_reads.py`` (the status endpoint's one-query reads) and
+``workers.py`` (the scoring workers' registry and heartbeats, the queue's depth).
 Callers use ``from evaluator import crud`` and ``crud.<name>``: every public name is here.
 """
 
@@ -34,13 +35,28 @@ from evaluator.crud.submissions import (
     transition,
 )
 from evaluator.crud.teams import InvalidTeamName, TeamExists, create_team, lock_team, team_by_token
+from evaluator.crud.workers import (
+    Liveness,
+    QueueState,
+    beat,
+    list_workers,
+    liveness,
+    queue_state,
+    recent_failures,
+    register_worker,
+    set_worker_state,
+    worker_by_pid,
+)
 
 __all__ = [
     "Caller",
     "InvalidTeamName",
+    "Liveness",
+    "QueueState",
     "QuotaExceeded",
     "StatusRead",
     "TeamExists",
+    "beat",
     "board_changed",
     "board_state",
     "board_version",
@@ -55,18 +71,25 @@ __all__ = [
     "find_copy",
     "get_submission",
     "list_submissions",
+    "list_workers",
+    "liveness",
     "lock_checkpoint",
     "lock_team",
     "organiser_by_session",
+    "queue_state",
     "queued",
+    "recent_failures",
+    "register_worker",
     "renew_lease",
     "request_rescore",
     "requeue_expired",
     "reserve_submission",
     "set_flags",
+    "set_worker_state",
     "stale_received",
     "submission_for_token",
     "team_by_token",
     "transition",
     "used_quota",
+    "worker_by_pid",
 ]

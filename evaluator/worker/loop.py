@@ -1,4 +1,5 @@
-"""The worker process (``pflkit worker``): start-up checks, the reaper and the queue's consumer."""
+"""The worker process (``pflkit worker``): its registration and heartbeat, start-up checks, the
+reaper and the queue's consumer."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import logging
 import time
 
 from evaluator.core.config import Settings
+from evaluator.models import WorkerState
 from evaluator.queue import TaskQueue
 from evaluator.readiness import ThresholdAtOrBelowBase, check_readiness
+from evaluator.worker.liveness import WorkerPresence
 from evaluator.worker.reaper import Reaper
 from evaluator.worker.runner import JobRunner
 
@@ -25,6 +28,49 @@ def run_worker(settings: Settings, *, parent_pid: int | None = None) -> None:
     from evaluator.queue import install_handler
 
     migrate(settings.db_url)
+    presence = WorkerPresence(settings, embedded=parent_pid is not None).register()
+    try:
+        runner = _prepare(settings)
+    except ThresholdAtOrBelowBase as exc:
+        presence.stop(WorkerState.REFUSED, str(exc))
+        raise SystemExit(f"pflkit worker: refusing to start: {exc}") from None
+    except (KeyboardInterrupt, SystemExit):
+        presence.stop()
+        raise
+    except Exception as exc:
+        # The type only: a message could quote a path or a record of the hidden split.
+        presence.stop(
+            WorkerState.REFUSED,
+            f"start-up failed: {type(exc).__name__} (the worker's log has the details)",
+        )
+        raise
+    presence.mark(WorkerState.READY)
+    runner.presence = presence
+    install_handler(runner)
+    reaper = Reaper(settings, runner.queue, parent_pid=parent_pid)
+    reaper.start()
+    consumer = runner.queue.huey.create_consumer(
+        workers=settings.worker_threads,
+        worker_type="thread",
+        initial_delay=0.05,
+        backoff=1.5,
+        max_delay=1.0,
+        check_worker_health=True,
+    )
+    try:
+        consumer.run()
+    finally:
+        reaper.stopped.set()
+        presence.stop()
+
+
+def _prepare(settings: Settings) -> JobRunner:
+    """The job runner with its test split, reference model and canaries loaded, and the base
+    scored against the threshold in force (``evaluator.readiness.check_readiness``).
+
+    Raises:
+        ThresholdAtOrBelowBase: the threshold would let the untouched base rank.
+    """
     if settings.torch_threads:
         import torch
 
@@ -37,27 +83,10 @@ def run_worker(settings: Settings, *, parent_pid: int | None = None) -> None:
     # The threshold in force: benchmark.json, else the setting (the leaderboard's lookup too).
     from benchmark.threshold import track1_threshold
 
-    try:
-        check_readiness(runner, threshold=track1_threshold(settings.data_dir))
-    except ThresholdAtOrBelowBase as exc:
-        raise SystemExit(f"pflkit worker: refusing to start: {exc}") from None
+    check_readiness(runner, threshold=track1_threshold(settings.data_dir))
     logger.info(
         "worker ready in %.1f s (test split, reference model and canary baseline loaded, "
         "base model scored)",
         time.perf_counter() - started,
     )
-    install_handler(runner)
-    reaper = Reaper(settings, queue, parent_pid=parent_pid)
-    reaper.start()
-    consumer = queue.huey.create_consumer(
-        workers=settings.worker_threads,
-        worker_type="thread",
-        initial_delay=0.05,
-        backoff=1.5,
-        max_delay=1.0,
-        check_worker_health=True,
-    )
-    try:
-        consumer.run()
-    finally:
-        reaper.stopped.set()
+    return runner

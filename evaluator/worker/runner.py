@@ -27,6 +27,7 @@ from evaluator.scoring import Scorer
 from evaluator.storage import SubmissionStore
 from evaluator.validation import InvalidSubmission
 from evaluator.validation.track_parts import check_track_parts
+from evaluator.worker.liveness import WorkerPresence
 from evaluator.worker.steps import ScoringSteps, personal_columns
 
 logger = logging.getLogger("evaluator.worker")
@@ -99,6 +100,9 @@ class JobRunner:
             attack=settings.audit_attack,
         )  # fmt: skip
         self.steps = ScoringSteps(settings, self.scorer, self.auditor)
+        #: this worker's entry in the ``workers`` table (set by ``run_worker``): the jobs it
+        #: holds are shown there.
+        self.presence: WorkerPresence | None = None
 
     def __call__(self, submission_id: str) -> str:
         """Score one submission if it can be claimed; returns the outcome."""
@@ -128,6 +132,8 @@ class JobRunner:
         logger.info("scoring submission %s (%s)", submission_id, worker)
         heartbeat = _Heartbeat(self, submission_id, worker)
         heartbeat.start()
+        if self.presence is not None:
+            self.presence.hold(submission_id)
         try:
             values = self._evaluate(submission_id)
         except InvalidSubmission as exc:
@@ -139,6 +145,8 @@ class JobRunner:
             return self._fail(submission_id, worker, type(exc).__name__)
         finally:
             heartbeat.stopped.set()
+            if self.presence is not None:
+                self.presence.release(submission_id)
         return self._finish(submission_id, worker, Status.FINISHED, values=values)
 
     def _finish(

@@ -1,9 +1,10 @@
 """Issue 36: the service checks its own set-up before it scores.
 
-A real ``pflkit serve`` on the tiny benchmark (no canaries) with the tiny reference model: with
-a track-1 threshold at or below the base's own test ANLS (the untouched base with 1-byte
-messages would rank first) the worker scores the base once and refuses to start, and the
-organiser page warns in red; with a threshold above it, the warning is gone. The audit's
+A real ``pflkit serve --no-worker`` and ``pflkit worker`` on the tiny benchmark (no canaries)
+with the tiny reference model: with a track-1 threshold at or below the base's own test ANLS
+(the untouched base with 1-byte messages would rank first) the worker scores the base once and
+refuses to start, ``/readyz`` answers 503 with its reason (issue 46), and the organiser page
+warns in red; with a threshold above it, the warning is gone. The audit's
 absence is logged and said on the organiser and track-2 pages, and the rules text says what
 the evaluator checks (the stale "not checked against the checkpoint" sentence is gone).
 """
@@ -20,7 +21,7 @@ from markupsafe import escape
 
 from evaluator.readiness import read_readiness, threshold_problem, track2_checks
 from evaluator.validation.coverage import BYTES_CHECKED
-from tests.evaluator.service import Service, create_team, service_env
+from tests.evaluator.service import Process, Service, create_team, service_env
 
 STALE = "not checked against the checkpoint"
 
@@ -48,24 +49,37 @@ def test_a_threshold_at_the_base_stops_the_worker_and_warns_the_organisers(
     database_url = f"sqlite:///{tmp_path / 'evaluator.db'}"
     env = service_env(tmp_path, reference=tiny_reference, data=data, database_url=database_url)
     organiser = create_team(database_url, "org", organiser=True)
-    service = Service(tmp_path / "serve.log", env)
+    # Several machines: the API alone, and a `pflkit worker` that refuses to start (issue 46:
+    # the API stays up, but /readyz says why nothing will be scored).
+    service = Service(tmp_path / "serve.log", env, "--no-worker")
+    worker = Process(["worker"], tmp_path / "worker.log", env)
     try:
         service.wait_healthy()
-        _wait_for(lambda: "refusing to start" in service.output(), "the worker's refusal", service)
-        log = service.output()
+        worker.process.wait(timeout=180)
+        log = worker.output()
+        assert worker.process.returncode == 1, log
+        assert "refusing to start" in log
         assert "at or below the base model's own test ANLS" in log
         assert "the benchmark has no canaries: the privacy audit cannot run" in log
         assert "worker ready" not in log
         readiness = read_readiness(tmp_path / "storage")
         assert readiness is not None and readiness.threshold == 0.0
         assert readiness.canaries is False and 0.0 <= readiness.base_test_anls <= 1.0
+        problem = threshold_problem(0.0, readiness.base_test_anls)
+        ready = httpx.get(f"{service.url}/readyz")
+        assert ready.status_code == 503
+        reason = ready.json()["reasons"][0]
+        assert (
+            reason.startswith("no scoring worker is live: worker ")
+            and " refused to start at " in reason
+        )
+        assert reason.endswith(f": {problem}")
 
         login = httpx.post(f"{service.url}/leaderboard/organiser/login",
                            data={"token": organiser})  # fmt: skip
         assert login.status_code == 303
         cookies = {"pflkit_session": login.cookies["pflkit_session"]}
         page = httpx.get(f"{service.url}/leaderboard/organiser", cookies=cookies).text
-        problem = threshold_problem(0.0, readiness.base_test_anls)
         assert problem is not None
         assert '<p class="bad" id="threshold-warning">' in page
         assert f"{readiness.base_test_anls:.4f}" in page
@@ -83,6 +97,7 @@ def test_a_threshold_at_the_base_stops_the_worker_and_warns_the_organisers(
         page = httpx.get(f"{service.url}/leaderboard/organiser", cookies=cookies).text
         assert "Track-1 threshold 0.9000" in page and "threshold-warning" not in page
     finally:
+        worker.stop()
         service.stop()
 
 

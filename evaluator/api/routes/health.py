@@ -1,12 +1,22 @@
-"""``GET /healthz``: the service and its database are up."""
+"""``GET /healthz`` (liveness: the process and its database answer) and ``GET /readyz``
+(readiness: the database is at this code's migrations and a scoring worker is live).
+
+Uploads are accepted while the service is not ready: the queue is durable, and a queued
+submission's status says that it waits for a worker (``evaluator.api.worker_watch``).
+"""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, status
+from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
-from evaluator.api.deps import SessionDep
-from evaluator.models import Health
+from evaluator import crud
+from evaluator.api.deps import SessionDep, SettingsDep
+from evaluator.api.worker_watch import no_worker_reason
+from evaluator.core.db import code_heads, schema_revisions
+from evaluator.crud import Liveness
+from evaluator.models import Health, ReadyState
 
 router = APIRouter(tags=["health"])
 
@@ -19,3 +29,46 @@ def healthz(session: SessionDep) -> Health:
     except Exception:
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "database unavailable") from None
     return Health(status="ok", database="ok")
+
+
+@router.get(
+    "/readyz",
+    response_model=ReadyState,
+    responses={503: {"model": ReadyState, "description": "not ready; `reasons` says why"}},
+)
+def readyz(session: SessionDep, settings: SettingsDep) -> JSONResponse:
+    """200 when submissions will be scored: the database is at the newest migration and a
+    scoring worker has beaten within ``worker_stale_seconds``; 503 with the reasons otherwise."""
+    try:
+        revisions = schema_revisions(settings.db_url)
+    except Exception:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "database unavailable") from None
+    behind = revisions != code_heads()
+    try:
+        liveness = crud.liveness(session, stale_seconds=settings.worker_stale_seconds)
+    except Exception:
+        if not behind:  # an old schema may lack the workers' table: its reason says it all
+            raise HTTPException(
+                status.HTTP_503_SERVICE_UNAVAILABLE, "database unavailable"
+            ) from None
+        liveness = Liveness(live=0, starting=0, last_seen=None, refusal=None)
+    reasons = []
+    if behind:
+        reasons.append(
+            f"the database is at migration {', '.join(sorted(revisions)) or 'none'} and this "
+            f"code needs {', '.join(sorted(code_heads()))}: restart `pflkit serve` (it migrates "
+            "at start-up) or run the migrations"
+        )
+    if liveness.live == 0 and not behind:
+        reasons.append(no_worker_reason(liveness, stale_seconds=settings.worker_stale_seconds))
+    state = ReadyState(
+        status="not ready" if reasons else "ready",
+        database="behind its migrations" if behind else "ok",
+        live_workers=liveness.live,
+        starting_workers=liveness.starting,
+        reasons=reasons,
+    )
+    return JSONResponse(
+        state.model_dump(mode="json"),
+        status_code=status.HTTP_503_SERVICE_UNAVAILABLE if reasons else status.HTTP_200_OK,
+    )

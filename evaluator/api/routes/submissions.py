@@ -30,8 +30,10 @@ from evaluator.api.deps import (
 )
 from evaluator.api.rescore import queue_rescore
 from evaluator.api.status_views import StatusViews
+from evaluator.api.worker_watch import WorkerWatch, waiting_note, waiting_since
 from evaluator.benchmark_info import clients_of, track_unavailable
 from evaluator.core.config import Settings
+from evaluator.crud import Liveness
 from evaluator.models import (
     Status,
     Submission,
@@ -422,7 +424,39 @@ def _status_body(
     owner_team_id, body = hit
     if owner_team_id != caller.team_id and not caller.is_organiser:
         raise HTTPException(status.HTTP_404_NOT_FOUND, "no such submission for this token")
+    if _QUEUED in body:
+        return _with_waiting(request.app.state.worker_watch, body)
     return body
+
+
+#: how a queued submission's serialised view shows its state (``SubmissionPublic``'s JSON)
+_QUEUED = b'"status":"queued"'
+
+
+def _with_waiting(watch: WorkerWatch, body: bytes) -> bytes:
+    """A queued submission's view, saying since when it waits when no worker is live.
+
+    Only queued views pay for it: one liveness query a second per process
+    (:class:`WorkerWatch`), and a JSON round trip while no worker is live.
+    """
+    liveness = watch.current()
+    if liveness.live:
+        return body
+    view = SubmissionPublic.model_validate_json(body)
+    return _waiting_view(view, liveness).model_dump_json().encode()
+
+
+def _waiting_view(view: SubmissionPublic, liveness: Liveness) -> SubmissionPublic:
+    """``view`` with ``waiting_for_worker_since`` and ``waiting`` set when it is queued and no
+    worker is live."""
+    if view.status != Status.QUEUED:
+        return view
+    since = waiting_since(liveness, view.queued_at)
+    if since is None:
+        return view
+    return view.model_copy(
+        update={"waiting_for_worker_since": since, "waiting": waiting_note(since)}
+    )
 
 
 @router.get("", response_model=SubmissionList)
@@ -438,11 +472,11 @@ async def list_submissions(
     def read(session: Session, team: Team) -> SubmissionList:
         team_id = None if (all_teams and team.is_organiser) else team.id
         rows = crud.list_submissions(session, team_id=team_id, limit=limit, offset=offset)
-        return SubmissionList(
-            submissions=[
-                SubmissionPublic.from_row(row, full_precision=team.is_organiser) for row in rows
-            ]
-        )
+        views = [SubmissionPublic.from_row(row, full_precision=team.is_organiser) for row in rows]
+        if any(view.status == Status.QUEUED for view in views):
+            liveness = request.app.state.worker_watch.current()
+            views = [_waiting_view(view, liveness) for view in views]
+        return SubmissionList(submissions=views)
 
     return _json(await read_as_team(request, credentials, read))
 
