@@ -18,6 +18,7 @@ from evaluator import crud
 from evaluator.api.deps import organiser_from_request
 from evaluator.api.rescore import queue_rescore
 from evaluator.models import Submission, Team
+from evaluator.operations import Operations, operations_snapshot
 from evaluator.readiness import read_readiness, threshold_problem, track2_checks
 from leaderboard import source, views
 from leaderboard.board import Board
@@ -103,7 +104,13 @@ def organiser_json(
     """Organisers: every submission with its state, flags and the reason it is (un)ranked."""
     board = views.board(request.app, session, all_submissions=True, public=False)
     return {"submissions": _organiser_rows(session, board),
-            "service": _service_facts(request.app, board)}  # fmt: skip
+            "service": _service_facts(request.app, board),
+            "operations": _operations(request.app, session).as_dict()}  # fmt: skip
+
+
+def _operations(app: Any, session: Session) -> Operations:
+    """The workers, the queue and the latest failures (``evaluator.operations``)."""
+    return operations_snapshot(session, stale_seconds=app.state.settings.worker_stale_seconds)
 
 
 def _service_facts(app: Any, board: Board) -> dict[str, Any]:
@@ -165,6 +172,7 @@ def organiser_page(request: Request, session: SessionDep) -> HTMLResponse:
             "rows": _organiser_rows(session, board),
             "board": board,
             "service": _service_facts(request.app, board),
+            "operations": _operations(request.app, session),
         },
     )
 

@@ -20,7 +20,7 @@ from sqlalchemy import update
 
 from evaluator import crud
 from evaluator.core.db import alembic_config, session_scope
-from evaluator.models import Worker, WorkerState
+from evaluator.models import Status, Worker, WorkerState
 from evaluator.worker.liveness import WorkerPresence
 from tests.evaluator.conftest import LiveServer
 from tests.evaluator.service import Service, service_env
@@ -179,3 +179,54 @@ def test_serve_exits_non_zero_with_the_reason_of_its_refusing_worker(
         (row,) = crud.list_workers(session)
         assert row.state == "refused" and row.embedded is True
         assert row.reason in last
+
+
+def test_the_organisers_see_workers_queue_and_failures(
+    settings, teams: dict, tiny_reference
+) -> None:  # type: ignore[no-untyped-def]
+    from pflkit.app import create_app
+
+    model = (tiny_reference / "model.safetensors").read_bytes()
+    organiser = {"Authorization": f"Bearer {teams['org']}"}
+    with LiveServer(settings, app=create_app(settings)) as server:
+        first = upload(server.url, teams["alpha"], model=model).json()["id"]
+        other = tiny_reference.parent / "other.safetensors"
+        if not other.exists():
+            from safetensors.numpy import load_file, save_file
+
+            tensors = load_file(str(tiny_reference / "model.safetensors"))
+            name = sorted(tensors)[0]
+            tensors[name] = tensors[name] + 1.0
+            save_file(tensors, str(other))
+        second = upload(server.url, teams["beta"], model=other.read_bytes()).json()["id"]
+        presence = WorkerPresence(settings, embedded=False).register()
+        presence.mark(WorkerState.READY)
+        with session_scope(settings.db_url) as session:
+            assert crud.claim(session, submission_id=first, worker="w", lease_seconds=60)
+        presence.hold(first)
+        with session_scope(settings.db_url) as session:
+            crud.transition(
+                session, submission_id=first, from_status=Status.SCORING, to_status=Status.FAILED,
+                detail="internal error (ValueError) on attempt 1 of 2", lease_owner="w",
+            )  # fmt: skip
+        facts = httpx.get(f"{server.url}/api/v1/leaderboard/organiser", headers=organiser).json()
+        operations = facts["operations"]
+        assert operations["live_workers"] == 1 and operations["queue_depth"] == 1
+        assert operations["oldest_queued_seconds"] >= 0
+        (worker,) = operations["workers"]
+        assert worker["name"] == presence.worker and worker["holding"] == [first]
+        assert worker["state"] == "ready" and worker["live"] is True
+        (failure,) = operations["failures"]
+        assert failure["submission"] == first and failure["kind"] == "internal_error"
+
+        presence.stop(WorkerState.REFUSED, "a reason of its own")
+        login = httpx.post(
+            f"{server.url}/leaderboard/organiser/login", data={"token": teams["org"]}
+        )
+        cookies = {"pflkit_session": login.cookies["pflkit_session"]}
+        page = httpx.get(f"{server.url}/leaderboard/organiser", cookies=cookies).text
+        assert "0 live workers: nothing will be scored until one starts" in page
+        assert "1 submission waiting, the oldest for " in page
+        assert f"<td>{presence.worker}</td>" in page and "refused: a reason of its own" in page
+        assert "internal error (ValueError) on attempt 1 of 2" in page
+        assert second in page
