@@ -9,11 +9,12 @@ from typing import Any
 
 from anyio import to_thread
 from fastapi import APIRouter, FastAPI
+from prometheus_client import CollectorRegistry
 from sqlalchemy import select
 
 from benchmark.tracks import TRACKS
 from evaluator import team_names
-from evaluator.api.routes import health, submissions, teams
+from evaluator.api.routes import health, metrics, submissions, teams
 from evaluator.api.status_views import StatusViews
 from evaluator.api.worker_watch import WorkerWatch
 from evaluator.benchmark_info import track_unavailable
@@ -22,6 +23,7 @@ from evaluator.core.db import migrate, read_session_factory, session_factory
 from evaluator.core.headers import SecurityHeaders
 from evaluator.core.security import hash_token
 from evaluator.core.throttle import FailedAuthThrottle
+from evaluator.metrics import DatabaseCollector, RequestMetrics
 from evaluator.models import Team, utcnow
 from evaluator.queue import TaskQueue
 from evaluator.storage import SubmissionStore
@@ -118,7 +120,13 @@ def create_app(
         limit=settings.auth_failures_allowed, window_seconds=settings.auth_failure_window_seconds
     )
     app.add_middleware(SecurityHeaders)
+    app.state.metrics = CollectorRegistry(auto_describe=False)
+    app.state.metrics.register(
+        DatabaseCollector(app.state.read_sessions, stale_seconds=settings.worker_stale_seconds)
+    )
+    app.add_middleware(RequestMetrics, registry=app.state.metrics)
     app.include_router(health.router)
+    app.include_router(metrics.router)
     app.include_router(submissions.router)
     app.include_router(teams.router)
     for router in routers:

@@ -31,11 +31,9 @@ def healthz(session: SessionDep) -> Health:
     return Health(status="ok", database="ok")
 
 
-@router.get(
-    "/readyz",
-    response_model=ReadyState,
-    responses={503: {"model": ReadyState, "description": "not ready; `reasons` says why"}},
-)
+# Out of the OpenAPI schema: a probe for load balancers and supervisors, whose 503 is its
+# answer (not a server error), like Kubernetes' readiness probes.
+@router.get("/readyz", response_model=ReadyState, include_in_schema=False)
 def readyz(session: SessionDep, settings: SettingsDep) -> JSONResponse:
     """200 when submissions will be scored: the database is at the newest migration and a
     scoring worker has beaten within ``worker_stale_seconds``; 503 with the reasons otherwise."""
