@@ -13,7 +13,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup constraints constraints-flower flower-setup demo test test-flower test-slow lint docs bench bench-dp bench-audit bench-audit-power bench-device bench-train bench-api-fuzz clean
+.PHONY: gpu-wheels gpu-check setup constraints constraints-flower flower-setup demo test test-flower test-slow lint docs bench bench-dp bench-audit bench-audit-power bench-device bench-train bench-api-fuzz clean
 
 setup: $(STAMP)
 
@@ -111,6 +111,21 @@ bench: setup
 	$(BIN)/python -m bench.loadtest --requests 6000 --concurrency 100,200 --uploaders 2 \
 		--api-workers 2 --wrk 10
 	$(BIN)/python -m bench.loadbench --submissions 10000 --repeat 10 --no-browser
+
+# The GPU check (bench/gpucheck.py, docs/participants/gpu.md): the CUDA tests, every preset's
+# short round on the GPU against the CPU, then the kit beside the official starter kit (training
+# and scoring throughput, peak memory and the 24 GB configurations, one whole round), all in one
+# budget of about 8 minutes. `make gpu-wheels OFFICIAL_REPO=PATH` first fills .gpu/ with what a
+# lent GPU machine lacks (wheels, the official code from a local clone); the lent machine then
+# runs `bash bench/gpu_check.sh $OUT` (no venv there). `make gpu-check DEVICE=cpu SHAPE=tiny`
+# rehearses it here on the CPU.
+GPU_CHECK_OUT ?= .bench/gpucheck
+OFFICIAL_REPO ?=
+gpu-wheels: setup
+	$(BIN)/python -m bench.gpu_environment --out .gpu $(if $(OFFICIAL_REPO),--official-repo $(OFFICIAL_REPO))
+
+gpu-check: setup
+	GPU_PYTHON=$(BIN)/python bash bench/gpu_check.sh $(GPU_CHECK_OUT)
 
 # Seconds per DP round at m = 50 providers per client (reference loop, streamed path) against a
 # non-private round on the same examples, with a profile of the reference round, on the `dp` scale.

@@ -31,6 +31,32 @@ def _patient(call: Callable) -> Callable:
     return with_timeout
 
 
+#: the device of the tests marked ``cuda``: a GPU (``cuda``, ``cuda:N``), or ``cpu`` for the
+#: CPU rehearsal of ``make gpu-check``
+TEST_DEVICE = os.environ.get("PFLKIT_TEST_DEVICE", "cuda")
+
+
+def _device_usable(device: str) -> bool:
+    import torch
+
+    return device == "cpu" or (device.startswith("cuda") and torch.cuda.is_available())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``cuda`` are skipped where :data:`TEST_DEVICE` is not usable."""
+    marked = [item for item in items if item.get_closest_marker("cuda")]
+    if marked and not _device_usable(TEST_DEVICE):
+        skip = pytest.mark.skip(reason=f"PFLKIT_TEST_DEVICE={TEST_DEVICE}: torch sees no such device")
+        for item in marked:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def test_device() -> str:
+    """The device of the tests marked ``cuda`` (:data:`TEST_DEVICE`)."""
+    return TEST_DEVICE
+
+
 @pytest.fixture(autouse=True)
 def patient_http(monkeypatch: pytest.MonkeyPatch) -> None:
     """``httpx.get``/``post``/... wait up to :data:`TEST_HTTP_TIMEOUT` unless a test says."""

@@ -11,6 +11,8 @@ background thread. That a CPU run is bit for bit what it was before devices exis
 from __future__ import annotations
 
 import json
+import math
+import os
 import threading
 from pathlib import Path
 
@@ -20,7 +22,8 @@ from click.testing import CliRunner
 from safetensors.torch import load_file
 
 from baselines.cli import train
-from tests.baselines.test_cpu_pins import COMMON
+from baselines.presets import all_presets
+from tests.baselines.test_cpu_pins import COMMON, EXTRA
 
 #: one short round, one thread: the runs the CPU pins take
 SHORT = COMMON
@@ -226,3 +229,70 @@ def test_the_next_batch_is_collated_in_a_background_thread(tiny_data, tiny_base)
     assert all(name.startswith("collate") for name in collate_threads)
     assert prefetched_loss == loss
     assert all(torch.equal(a, b) for a, b in zip(weights, prefetched, strict=True))
+
+
+#: the presets of the device test; ``PFLKIT_TEST_PRESETS=a,b`` narrows it (the CPU rehearsal)
+DEVICE_PRESETS = [
+    preset
+    for preset in sorted(all_presets())
+    if preset in os.environ.get("PFLKIT_TEST_PRESETS", preset).split(",")
+]
+#: how far the device's fp32 weights may be from the CPU's, as a fraction of how far training
+#: moved them (whole model, Euclidean): the two compute the same steps in different orders, and
+#: Adam turns a sign flip of a near-zero gradient into a whole step
+FP32_APART = 0.05
+
+
+def _preset_run(preset: str, data: Path, base: Path, out: Path, *extra: str) -> Path:
+    args = list(EXTRA.get(preset, ()))
+    short = list(SHORT)
+    if preset == "local-only":
+        short[short.index("--rounds") + 1] = "0"
+    result = CliRunner().invoke(
+        train,
+        ["--preset", preset, "--data", str(data), "--out", str(out), "--base", str(base),
+         *short, *args, *extra],
+        catch_exceptions=False,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def _losses_finite(run: Path) -> list[bool]:
+    """Per round, whether its training loss is a number (a DP round that sampled no provider
+    has none, on every device)."""
+    rounds = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    return [math.isfinite(r["train_loss"]) for r in rounds if "train_loss" in r]
+
+
+def _weights(run: Path) -> dict[str, torch.Tensor]:
+    return load_file(str(run / "checkpoint" / "model.safetensors"))
+
+
+def _distance(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
+    return math.sqrt(sum(float(((a[n].double() - b[n].double()) ** 2).sum()) for n in a))
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("preset", DEVICE_PRESETS)
+def test_a_short_round_of_every_preset_on_the_device(
+    preset, tiny_data, tiny_base, tmp_path, test_device
+):
+    """fp32 and bf16 on the device against fp32 on the CPU: finite weights, finite losses where
+    the CPU's are, the same communication log, and at fp32 the weights within :data:`FP32_APART` of the CPU's."""
+    cpu = _preset_run(preset, tiny_data, tiny_base, tmp_path / "cpu", "--device", "cpu")
+    base = load_file(str(tiny_base / "model.safetensors"))
+    reference = _weights(cpu)
+    moved = _distance(reference, {n: base.get(n, reference[n]) for n in reference})
+    log = (cpu / "communication_log.csv").read_text()
+    for precision in ("fp32", "bf16"):
+        run = _preset_run(preset, tiny_data, tiny_base, tmp_path / precision,
+                          "--device", test_device, "--precision", precision)  # fmt: skip
+        assert (run / "communication_log.csv").read_text() == log, precision
+        trained = _weights(run)
+        assert trained.keys() == reference.keys()
+        assert all(bool(torch.isfinite(t).all()) for t in trained.values()), precision
+        assert _losses_finite(run) == _losses_finite(cpu), precision
+        if precision == "fp32":
+            apart = _distance(trained, reference)
+            assert apart <= FP32_APART * moved + 1e-6, (preset, apart, moved)

@@ -30,6 +30,24 @@ from tests.benchmark.model.public_layout import write_public_layout
 #: records compared one by one (losses and every gradient), and the provider of the AdamW steps.
 COMPARED = 12
 STEPS = 3
+#: each comparison on the CPU, and on the training device of ``make gpu-check`` (skipped where
+#: there is none): both sides moved there, the same tolerances
+DEVICES = ["cpu", pytest.param("device", marks=pytest.mark.cuda)]
+
+
+@pytest.fixture
+def device(request, test_device: str):
+    """The comparison's device. On a GPU, cuDNN's TF32 convolutions (on by default, the DiT's
+    patch embedding) are switched off for the comparison, so both sides compute in fp32; the
+    official model is restored to its weights on the CPU afterwards (a test trains it)."""
+    name = test_device if request.param == "device" else "cpu"
+    official = request.getfixturevalue("official")
+    weights = {key: value.clone() for key, value in official.model.state_dict().items()}
+    tf32 = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    yield name
+    torch.backends.cudnn.allow_tf32 = tf32
+    official.model.to("cpu").load_state_dict(weights)
 
 
 def _dropout_off(model: nn.Module) -> nn.Module:
@@ -73,11 +91,15 @@ def samples(official, tiny_data: Path, task) -> list[dict]:
     return records
 
 
-def _kit_model(task):
+def _kit_model(task, device: str = "cpu"):
     config = preset_config("fedavg")
     model = task.build_model()
     model = config.build_method().prepare(model, seed=0)
-    return _dropout_off(model), config
+    return _dropout_off(model).to(device), config
+
+
+def _on(batch: dict, device: str) -> dict:
+    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
 
 
 def _longest_answers(task, count: int) -> list[int]:
@@ -86,10 +108,13 @@ def _longest_answers(task, count: int) -> list[int]:
     return sorted(range(len(labels)), key=lambda i: -labels[i])[:count]
 
 
-def test_losses_and_every_gradient_equal_the_official_step_at_batch_size_1(task, official, samples):
-    model, _ = _kit_model(task)
+@pytest.mark.parametrize("device", DEVICES, indirect=True)
+def test_losses_and_every_gradient_equal_the_official_step_at_batch_size_1(
+    task, official, samples, device
+):
+    model, _ = _kit_model(task, device)
     model.train()
-    reference = _dropout_off(official.model).train()
+    reference = _dropout_off(official.model).to(device).train()
     picks = _longest_answers(task, COMPARED)
     longest = task.collate([task.client_data[0][picks[0]]])["labels"].shape[1]
     assert longest > model.config.max_answer_tokens, "no label past the answer bound to check"
@@ -98,7 +123,7 @@ def test_losses_and_every_gradient_equal_the_official_step_at_batch_size_1(task,
     for index in picks:
         model.zero_grad(set_to_none=True)
         reference.zero_grad(set_to_none=True)
-        loss = model(**task.collate([task.client_data[0][index]])).loss
+        loss = model(**_on(task.collate([task.client_data[0][index]]), device)).loss
         loss.backward()
         expected = official.loss(samples[index])
         expected.backward()
@@ -117,9 +142,12 @@ def test_losses_and_every_gradient_equal_the_official_step_at_batch_size_1(task,
             )
 
 
-def test_three_adamw_steps_on_one_provider_equal_the_official_fl_train(task, official, samples):
-    model, config = _kit_model(task)
-    reference = _dropout_off(official.model)
+@pytest.mark.parametrize("device", DEVICES, indirect=True)
+def test_three_adamw_steps_on_one_provider_equal_the_official_fl_train(
+    task, official, samples, device
+):
+    model, config = _kit_model(task, device)
+    reference = _dropout_off(official.model).to(device)
     assert config.build_optimizer().options.weight_decay == 0.01
     before = {name: p.detach().clone() for name, p in model.named_parameters()}
     official_before = {name: p.detach().clone() for name, p in reference.named_parameters()}

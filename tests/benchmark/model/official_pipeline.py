@@ -132,7 +132,7 @@ class OfficialVT5(torch.nn.Module):
         visual = self.visual_embedding.image_model(pixels).last_hidden_state
         visual = self.visual_embedding.visual_emb_matcher.layers[0](visual)
         embeds = torch.cat([semantic + self.spatial(boxes), visual], dim=1)
-        return embeds, torch.ones(embeds.shape[:2], dtype=torch.long)
+        return embeds, torch.ones(embeds.shape[:2], dtype=torch.long, device=embeds.device)
 
 
 class OfficialPipeline:
@@ -188,6 +188,11 @@ class OfficialPipeline:
         pixels = self.image_processor(images=[image], return_tensors="pt").pixel_values
         return ids_tensor, boxes_tensor, pixels
 
+    @property
+    def device(self) -> torch.device:
+        """Where the model's parameters are (the inputs are moved there)."""
+        return next(self.model.parameters()).device
+
     def inputs(self, sample: dict) -> tuple[torch.Tensor, torch.Tensor]:
         """Encoder input embeddings and attention mask of one sample (batch size 1)."""
         with torch.no_grad():
@@ -199,9 +204,9 @@ class OfficialPipeline:
 
     def loss(self, sample: dict) -> torch.Tensor:
         """`VT5.forward`'s training loss of one sample, with gradients."""
-        embeds, mask = self.model.embed(*self.tensors(sample))
+        embeds, mask = self.model.embed(*(t.to(self.device) for t in self.tensors(sample)))
         return self.model.language_backbone(inputs_embeds=embeds, attention_mask=mask,
-                                            labels=self.labels(sample)).loss
+                                            labels=self.labels(sample).to(self.device)).loss
 
     def train_steps(self, samples: list[dict], *, lr: float) -> list[float]:
         """`fl_train`'s local loop on one provider: `build_optimizer`'s AdamW (torch's default
