@@ -173,6 +173,14 @@ def _registry_options() -> list[click.Parameter]:
     help="--engine flower: K when --data on this machine does not hold every "
     "client's file (default: counted from --data).",
 )
+@click.option(
+    "--recipe",
+    "recipe_file",
+    type=click.Path(dir_okay=False, exists=True),
+    help="Train the run a recipe.json describes (its preset, configuration and seed, and its "
+    "threads unless --threads is given); only --device may change it. Organisers re-run "
+    "submissions this way (`pflkit reproduce`).",
+)
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
 def train(
     preset: str | None,
@@ -188,6 +196,7 @@ def train(
     federation: str | None,
     on_failure: str,
     num_clients: int | None,
+    recipe_file: str | None,
     **options: object,
 ) -> None:
     """Train a federated baseline and write its logs and submission.
@@ -214,6 +223,11 @@ def train(
         datasets.disable_progress_bars()
         transformers.utils.logging.disable_progress_bar()
 
+    recipe_config = None
+    if recipe_file is not None:
+        recipe_config, recipe_threads = _recipe_run(recipe_file, preset or method_alias, options)
+        preset, method_alias = recipe_config.preset, None
+        threads = recipe_threads if threads is None else threads
     if threads is not None:
         if threads < 1:
             raise click.BadParameter("must be >= 1", param_hint="--threads")
@@ -248,7 +262,9 @@ def train(
     overrides["wire"] = None if quantize is None else ("fp32" if quantize == "none" else quantize)
     run_dir = RunDirectory(out_dir)
     try:
-        config = preset_config(preset, **overrides)
+        config = preset_config(preset, **overrides) if recipe_config is None else recipe_config
+        if recipe_config is not None and options.get("device") is not None:
+            config = config.replace(device=str(options["device"]))
         if resume:
             saved = run_dir.read_config()
             config = _resumed_config(TrainConfig.from_dict(saved["config"]), config, overrides)
@@ -264,6 +280,7 @@ def train(
         if engine == "in-process":
             device = _training_device(config.device)
         else:
+            _write_recipe(run_dir, config, data_dir=data_dir, base=base, device=config.device)
             _train_on_flower(
                 config,
                 run_dir,
@@ -296,8 +313,43 @@ def train(
             "device": str(device),
         }
     )
+    _write_recipe(run_dir, config, data_dir=data_dir, base=base, device=str(device))
     summary = simulation.run(resume=resume)
     click.echo(json.dumps(simulation.run_record(summary), indent=2))
+
+
+def _recipe_run(
+    recipe_file: str, preset: str | None, options: dict[str, object]
+) -> tuple[TrainConfig, int | None]:
+    """The configuration and threads of ``--recipe``; a usage error for options that would
+    change the recipe."""
+    from baselines.recipe import read_recipe
+
+    changed = sorted(key for key, value in options.items()
+                     if value is not None and key != "device")  # fmt: skip
+    if changed:
+        flags = ", ".join("--" + key.replace("_", "-") for key in changed)
+        raise click.UsageError(f"--recipe trains the recipe as it is; drop {flags}")
+    try:
+        config, threads = read_recipe(Path(recipe_file))
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--recipe") from None
+    if preset is not None and preset != config.preset:
+        raise click.BadParameter(
+            f"the recipe is a {config.preset!r} run, not {preset!r}; drop --preset",
+            param_hint="--recipe",
+        )
+    return config, threads
+
+
+def _write_recipe(run_dir: Any, config: TrainConfig, **where: str) -> None:
+    """``RUN_DIR/recipe.json`` (:mod:`baselines.recipe`), once: a resumed run keeps its own."""
+    from baselines.recipe import RECIPE_FILE, build_recipe
+    from baselines.run_directory import atomic_write_json
+
+    path = Path(run_dir.path) / RECIPE_FILE
+    if not path.is_file():
+        atomic_write_json(path, build_recipe(config, **where))
 
 
 def _training_device(requested: str) -> Any:

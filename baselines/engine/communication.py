@@ -4,13 +4,17 @@ Every message is encoded by a wire codec into the bytes that would travel, the r
 decoded tensors, and the log records those bytes: ``communication_log.csv`` in the competition's
 format (:mod:`benchmark.communication_log`, which the evaluator validates against) and
 ``communication_log.jsonl`` with, per message, the parameter names, the wire format, the full
-serialised size and the SHA-256 of the payload.
+serialised size, the SHA-256 of the payload and one SHA-256 per tensor (of the bytes it travelled
+as: its fp32 values, or its NF4 codes and scales), so that a re-run of the recipe can say which
+tensor of which message first differs (:mod:`evaluator.reproduction`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
+import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 
@@ -42,6 +46,8 @@ class MessageRecord:
         parameters: canonical names of the tensors carried.
         official_logger_bytes: what the official starter kit's logger would have counted
             (tied embedding once per state-dict name, 4 bytes a value); for comparison only.
+        tensor_sha256: per name of ``parameters``, the SHA-256 of that tensor's bytes in the
+            payload (:func:`tensor_digests`); empty in logs written before it existed.
     """
 
     federated_round: int
@@ -54,11 +60,13 @@ class MessageRecord:
     sha256: str
     parameters: tuple[str, ...]
     official_logger_bytes: int = 0
+    tensor_sha256: tuple[str, ...] = ()
 
     def to_json(self) -> str:
         """One JSON line."""
         data = asdict(self)
         data["parameters"] = list(self.parameters)
+        data["tensor_sha256"] = list(self.tensor_sha256)
         return json.dumps(data, sort_keys=True)
 
     @classmethod
@@ -66,6 +74,7 @@ class MessageRecord:
         """Parse one JSON line written by :meth:`to_json`."""
         data = json.loads(line)
         data["parameters"] = tuple(data["parameters"])
+        data["tensor_sha256"] = tuple(data.get("tensor_sha256", ()))
         return cls(**data)
 
 
@@ -113,6 +122,28 @@ class CommunicationLog:
     def from_jsonl(cls, text: str) -> CommunicationLog:
         """Parse a detailed log written by :meth:`to_jsonl`."""
         return cls(MessageRecord.from_json(line) for line in text.splitlines() if line.strip())
+
+
+def tensor_digests(payload: bytes, names: tuple[str, ...]) -> tuple[str, ...]:
+    """Per canonical name, the SHA-256 of the bytes the payload holds for it.
+
+    The payload is a safetensors file; a name's bytes are its own entry's, or those of its
+    entries ``name.<part>`` in sorted order (NF4 stores ``name.codes`` and ``name.absmax``).
+    """
+    (header_size,) = struct.unpack("<Q", payload[:8])
+    header = json.loads(payload[8 : 8 + header_size])
+    start = 8 + header_size
+    entries: dict[str, list[str]] = {}
+    for key in sorted(k for k in header if k != "__metadata__"):
+        entries.setdefault(key if key in names else key.rsplit(".", 1)[0], []).append(key)
+    digests = []
+    for name in names:
+        digest = hashlib.sha256()
+        for key in entries.get(name, ()):
+            begin, end = header[key]["data_offsets"]
+            digest.update(payload[start + begin : start + end])
+        digests.append(digest.hexdigest())
+    return tuple(digests)
 
 
 def encode_message(codec: WireCodec, tensors: Mapping[str, torch.Tensor]) -> EncodedMessage:
@@ -177,6 +208,7 @@ class Channel:
                 sha256=message.sha256,
                 parameters=message.names,
                 official_logger_bytes=message.official_logger_bytes,
+                tensor_sha256=tensor_digests(message.payload, message.names),
             )
         )
 

@@ -28,6 +28,7 @@ import pytest
 from click.testing import CliRunner
 
 from baselines.presets import all_presets
+from benchmark.provenance import machine_label
 
 PINS = Path(__file__).with_name("cpu_pins.json")
 COMMON = (
@@ -105,22 +106,6 @@ def small_base(data: Path, root: Path) -> Path:
 @pytest.fixture(scope="module")
 def pinned_base(tmp_path_factory, tiny_data: Path) -> Path:
     return small_base(tiny_data, tmp_path_factory.mktemp("pinned-base"))
-
-
-def machine_label() -> str:
-    """This machine's CPU as the pins name it: model name and torch's vector capability."""
-    import platform
-
-    import torch
-
-    model = platform.processor() or platform.machine()
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    return f"{model}, {torch.backends.cpu.get_cpu_capability()}, torch {torch.__version__}"
 
 
 def _machines() -> dict[str, dict[str, dict[str, str]]]:
