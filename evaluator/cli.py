@@ -1,7 +1,8 @@
 """Command-line group of the `evaluator` package (wired into `pflkit` by pflkit/cli.py).
 
 ``pflkit worker`` (scoring workers, on any machine), ``pflkit team create`` (register a team, print
-its token) and ``pflkit submit`` (participants). ``pflkit serve``, which runs the API with the
+its token), ``pflkit submit`` (participants) and ``pflkit evaluator backup|restore``
+(organisers). ``pflkit serve``, which runs the API with the
 leaderboard's pages, is assembled above both packages in ``pflkit/serve.py``.
 """
 
@@ -384,3 +385,55 @@ def audit(
             f"{row['fdp_correct']} of {row['fdp_guesses']} guesses right (f-DP's plan, "
             f"{row['kind']}); {row['audit_seconds']:.1f} s"
         )
+
+
+@click.group("evaluator")
+def evaluator_group() -> None:
+    """Organisers: operate the evaluator (backups)."""
+
+
+@evaluator_group.command("backup")
+@click.argument("destination", type=click.Path(path_type=Path))
+@_DB
+@_STORAGE
+def backup_command(destination: Path, database_url: str | None, storage_dir: Path | None) -> None:
+    """Copy the database and the stored submissions to DESTINATION (a new directory), while the
+    service runs: SQLite through its online backup API, PostgreSQL through pg_dump, both in one
+    snapshot, then the files of that snapshot's submissions."""
+    from evaluator.backup import BackupError, backup
+
+    settings = settings_from(database_url=database_url, storage_dir=storage_dir)
+    try:
+        manifest = backup(settings, destination)
+    except BackupError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(
+        f"backup of {manifest['database']} at migration {manifest['migration']} written to "
+        f"{destination}: {manifest['teams']} teams, {manifest['submissions']} submissions, "
+        f"{manifest['stored_bytes']:,} bytes of stored files (board version "
+        f"{manifest['board_version']})"
+    )
+
+
+@evaluator_group.command("restore")
+@click.argument("source", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@_DB
+@_STORAGE
+@click.option("--force", is_flag=True, help="replace a database and storage that hold data")
+def restore_command(
+    source: Path, database_url: str | None, storage_dir: Path | None, force: bool
+) -> None:
+    """Restore the backup SOURCE into the database and storage (stop the service first). An
+    empty target only, unless --force."""
+    from evaluator.backup import BackupError, restore
+
+    settings = settings_from(database_url=database_url, storage_dir=storage_dir)
+    try:
+        manifest = restore(settings, source, force=force)
+    except BackupError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(
+        f"restored {manifest['teams']} teams and {manifest['submissions']} submissions "
+        f"(backup of {manifest['finished_at']}); start the service and its workers: queued "
+        "submissions are sent to them again"
+    )
