@@ -14,6 +14,7 @@ from sqlalchemy import select
 
 from benchmark.tracks import TRACKS
 from evaluator import team_names
+from evaluator.api import errors
 from evaluator.api.routes import health, metrics, submissions, teams
 from evaluator.api.status_views import StatusViews
 from evaluator.api.worker_watch import WorkerWatch
@@ -120,6 +121,7 @@ def create_app(
         limit=settings.auth_failures_allowed, window_seconds=settings.auth_failure_window_seconds
     )
     app.add_middleware(SecurityHeaders)
+    errors.install(app)
     app.state.metrics = CollectorRegistry(auto_describe=False)
     app.state.metrics.register(
         DatabaseCollector(app.state.read_sessions, stale_seconds=settings.worker_stale_seconds)

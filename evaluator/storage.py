@@ -10,6 +10,7 @@ in ``submissions/`` and its ``incoming/`` directory is removed.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -44,6 +45,14 @@ MAX_BOUNDARY_CHARS = 70
 MAX_PART_HEADER_BYTES = 8 * 1024
 # A ``name=`` parameter (not ``filename=``) in a Content-Disposition header.
 _NAME_PARAMETER = re.compile(rb"(?:^|;)\s*name\s*=", re.IGNORECASE)
+
+
+#: what a write to a full disk (or a full quota of the storage's file system) raises
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+STORAGE_FULL = (
+    "the evaluator's storage is full: nothing of this upload was kept and your quota is "
+    "unchanged; try again later (the organisers see it in their log)"
+)
 
 
 class UploadError(Exception):
@@ -342,6 +351,14 @@ class _PartWriter:
             self._handle = None
 
 
+def storage_full(exc: OSError) -> UploadError:
+    """The 507 of a write that found the storage full; any other ``OSError`` is raised again
+    (it is the server's fault, not the upload's)."""
+    if exc.errno not in NO_SPACE:
+        raise exc
+    return UploadError(507, STORAGE_FULL)
+
+
 async def receive_multipart(
     body: AsyncIterator[bytes],
     content_type: str,
@@ -367,7 +384,8 @@ async def receive_multipart(
     Raises:
         UploadError: 415 for a body that is not multipart, 413 for a part or body over its
             limit, 400 for a malformed body (boundary over 70 characters, a header given twice
-            in a part, no closing boundary), 422 for unknown, repeated or missing parts.
+            in a part, no closing boundary), 422 for unknown, repeated or missing parts, 507
+            when the storage is full (the rest of the body is read and discarded first).
     """
     from starlette.concurrency import run_in_threadpool
 
@@ -403,9 +421,14 @@ async def receive_multipart(
                     await run_in_threadpool(parser.write, bytes(buffer))
                 except UploadError as exc:
                     error = exc
+                except OSError as exc:  # a full disk: the rest is drained, then 507
+                    error = storage_full(exc)
                 buffer.clear()
         if error is None:
-            await run_in_threadpool(parser.write, bytes(buffer))
+            try:
+                await run_in_threadpool(parser.write, bytes(buffer))
+            except OSError as exc:
+                raise storage_full(exc) from None
             parser.finalize()
             if parser.state != MultipartState.END:
                 error = UploadError(
@@ -413,7 +436,7 @@ async def receive_multipart(
                     "the body ends before its closing boundary (--BOUNDARY--); "
                     "send the complete multipart body",
                 )
-    except UploadError:
+    except (UploadError, OSError):  # an OSError is ours (a full disk), not the client's framing
         raise
     except Exception as exc:  # malformed framing from the multipart parser
         raise UploadError(400, f"malformed multipart body ({type(exc).__name__})") from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response, status
 from fastapi.security import HTTPAuthorizationCredentials
@@ -48,6 +48,7 @@ from evaluator.storage import (
     SubmissionStore,
     UploadError,
     receive_multipart,
+    storage_full,
     upload_limits,
 )
 from evaluator.validation import InvalidSubmission
@@ -299,6 +300,8 @@ def _mark_queued(
         415: {"description": "not multipart/form-data"},
         422: {"description": "invalid part (the message says which and why)"},
         429: {"description": "daily quota reached"},
+        503: {"description": "the database is unavailable for a moment; nothing was kept"},
+        507: {"description": "the evaluator's storage is full; nothing was kept"},
     },
 )
 async def create_submission(
@@ -352,6 +355,8 @@ async def create_submission(
         await run_in_threadpool(mark, sessions, store, submission_id, metadata)
     except UploadError as exc:
         await run_in_threadpool(_abandon, sessions, store, submission_id)
+        if exc.status_code == status.HTTP_507_INSUFFICIENT_STORAGE:
+            _refuse_full_storage(submission_id, exc)
         raise HTTPException(exc.status_code, exc.message) from None
     except InvalidSubmission as exc:
         await run_in_threadpool(_abandon, sessions, store, submission_id)
@@ -359,6 +364,9 @@ async def create_submission(
     except CopyRefused as exc:
         await run_in_threadpool(_abandon, sessions, store, submission_id)
         raise HTTPException(status.HTTP_409_CONFLICT, f"model: {exc}") from None
+    except OSError as exc:  # a full disk while the upload was flushed or moved into place
+        await run_in_threadpool(_abandon, sessions, store, submission_id)
+        _refuse_full_storage(submission_id, storage_full(exc))
     except BaseException:
         await run_in_threadpool(_abandon, sessions, store, submission_id)
         raise
@@ -376,6 +384,12 @@ async def create_submission(
         status=Status.QUEUED,
         url=str(request.url_for("get_submission", submission_id=submission_id)),
     )
+
+
+def _refuse_full_storage(submission_id: str, exc: UploadError) -> NoReturn:
+    """Log a full storage for the organisers and answer 507 (the upload is already removed)."""
+    logger.error("the storage is full: upload %s refused and removed", submission_id)
+    raise HTTPException(exc.status_code, exc.message, headers={"Retry-After": "600"}) from None
 
 
 def _visible(row: Submission | None, team: Any) -> Submission:
