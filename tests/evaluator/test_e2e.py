@@ -182,8 +182,9 @@ def test_track1_and_track2_runs_finish_with_the_evaluation_loops_scores(
             tmp_path / "run2",
             tiny_reference / "model.safetensors",
             track=2,
-            meta=metadata(2, method="fl-group-dp",
-                          server={"strategy": "fedavg", "lr": 1.0, "momentum": 0.0}),
+            meta=metadata(
+                2, method="fl-group-dp", server={"strategy": "fedavg", "lr": 1.0, "momentum": 0.0}
+            ),
             privacy=declaration(epsilon=8.0, sampling="poisson"),
         )
         # The unchanged reference with a DP claim whose arithmetic verifies: since issue 36 it
@@ -191,7 +192,9 @@ def test_track1_and_track2_runs_finish_with_the_evaluation_loops_scores(
         # report is checked in test_e2e_baselines.py).
         result = pflkit("submit", str(run2), "--server", service.url, "--token", token, "--wait")
         assert result.returncode == 1, result.stdout + result.stderr
-        assert "rejected" in result.stdout and "the declared noise has nowhere to be" in result.stdout
+        assert (
+            "rejected" in result.stdout and "the declared noise has nowhere to be" in result.stdout
+        )
         listing = httpx.get(
             f"{service.url}/api/v1/submissions", headers={"Authorization": f"Bearer {token}"}
         )
@@ -269,7 +272,6 @@ def test_postgres_and_redis_with_two_workers(
             client.delete(key)
 
 
-@pytest.mark.slow
 def test_worker_killed_mid_scoring_finishes_once(
     tmp_path: Path, tiny_reference: Path, benchmark_dir: Path, expected
 ) -> None:
@@ -277,6 +279,7 @@ def test_worker_killed_mid_scoring_finishes_once(
     env = service_env(
         tmp_path, reference=tiny_reference, data=benchmark_dir, database_url=database_url
     )
+    env["PFLKIT_EVALUATOR_WORKER_BEAT_SECONDS"] = "0.5"
     token = create_team(database_url, "alpha")
     organiser = create_team(database_url, "org", organiser=True)
     service = Service(tmp_path / "serve.log", env, "--no-worker")
@@ -305,6 +308,13 @@ def test_worker_killed_mid_scoring_finishes_once(
         assert statuses == ["received", "queued", "scoring", "queued", "scoring", "finished"]
         assert "lease" in body["transitions"][3]["detail"]
         _assert_scores_match(body, expected, _organiser_view(service.url, organiser, body["id"]))
+        # Issue 46: the killed worker is silent in the registry, the second one live.
+        operations = httpx.get(f"{service.url}/api/v1/leaderboard/organiser",
+                               headers={"Authorization": f"Bearer {organiser}"}).json()["operations"]  # fmt: skip
+        states = {w["pid"]: w["state"] for w in operations["workers"]}
+        assert states == {first.process.pid: "silent", second.process.pid: "ready"}, operations
+        assert operations["live_workers"] == 1 and operations["failures"] == []
+        assert httpx.get(f"{service.url}/readyz").json()["status"] == "ready"
     finally:
         for process in (first, second, service):
             if process is not None:
