@@ -25,6 +25,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("evaluator.cli", "team"),
     ("evaluator.cli", "submit"),
     ("evaluator.cli", "audit"),
+    ("evaluator.reproduction.cli", "reproduce"),
     ("evaluator.cli", "evaluator_group"),
     ("leaderboard.cli", "leaderboard"),
 )
