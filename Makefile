@@ -20,7 +20,9 @@ setup: $(STAMP)
 # torch is installed first and pinned: on this machine 2.13.0 is the local CPU wheel,
 # anything else would pull several GB of CUDA packages. Debian's chromium drives the browser
 # test (Playwright never downloads a browser of its own here); it is installed when missing and
-# apt-get is usable (root), and the browser test says so when it is not there.
+# apt-get is usable (root), and the browser test says so when it is not there. Debian's
+# bubblewrap is the sandbox of `pflkit reproduce` (evaluator/reproduction/sandbox.py), installed
+# the same way; its tests are skipped without it.
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
@@ -29,6 +31,9 @@ $(STAMP): pyproject.toml constraints.txt
 	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 		|| echo "chromium could not be installed: the browser test will be skipped"; fi
+	@if [ ! -x /usr/bin/bwrap ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null) \
+		|| echo "bubblewrap could not be installed: pflkit reproduce and its tests need it"; fi
 	touch $(STAMP)
 
 # Rewrite constraints.txt from the current environment (after an upgrade; then re-measure the
