@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmark.strict_json import JsonLimits, JsonRefused, parse_json_object
+from benchmark.submission_contract import RECIPE_FILE
 
-RECIPE_FILE = "recipe.json"
+__all__ = ["FORMAT", "RECIPE_FILE", "Recipe", "RecipeError", "parse_recipe"]
 FORMAT = 1
 #: a recipe's largest size (its component files are most of it)
 MAX_RECIPE_BYTES = 2 * 1024 * 1024

@@ -11,6 +11,7 @@ names here, so a file is renamed, or a part added, in one place::
     RUN_DIR/communication_log.jsonl        part "communication_details"  stored communication_log.jsonl
     RUN_DIR/submission.json                part "metadata"               stored metadata.json
     RUN_DIR/privacy.json                   part "privacy"                stored privacy.json
+    RUN_DIR/recipe.json                    part "recipe"                 stored recipe.json
     RUN_DIR/personal/client_{k}.safetensors  fields "personal_{k}"       stored personal/client_{k}...
 
 Which parts a submission needs depends on its track (``benchmark.tracks``: ``Track.parts``).
@@ -36,6 +37,8 @@ SUBMISSION_FILE = "submission.json"
 STORED_METADATA = "metadata.json"
 #: a track-2 run's privacy declaration.
 PRIVACY_FILE = "privacy.json"
+#: how the run was trained (``benchmark.recipe``), organiser-only: its seed is a secret.
+RECIPE_FILE = "recipe.json"
 #: a track-3 run's personalisations, one ``client_{k}.safetensors`` per client.
 PERSONAL_DIR = "personal"
 #: the run's configuration (not uploaded).
@@ -101,6 +104,8 @@ PARTS: dict[str, Part] = {
              "submission metadata", "max_json_bytes"),
         Part("privacy", PRIVACY_FILE, PRIVACY_FILE, "application/json",
              "a privacy declaration", "max_json_bytes"),
+        Part("recipe", RECIPE_FILE, RECIPE_FILE, "application/json",
+             "a training recipe", "max_recipe_bytes"),
         Part("personal", PERSONAL_DIR, PERSONAL_DIR, "application/octet-stream",
              f"per-client personalisations ({PERSONAL_DIR}/client_{{k}}.safetensors)",
              "max_personal_file_bytes", per_client=True),

@@ -65,6 +65,8 @@ class Settings(BaseSettings):
         max_log_rounds: most federated rounds a communication log may hold.
         max_details_bytes: largest detailed communication log (``communication_log.jsonl``:
             every message's tensor names, about 12 KB a message for full fine-tuning of VT5).
+        max_recipe_bytes: largest training recipe (``recipe.json``: the configuration and the
+            run's component files; organiser-only, re-run by ``pflkit reproduce``).
         max_messages_per_client_round: most messages per client and round in a log (a round
             holds at most ``2 * K`` times this many).
         lease_seconds: how long a worker owns a job without a heartbeat before it is re-queued.
@@ -112,6 +114,7 @@ class Settings(BaseSettings):
     max_details_bytes: int = Field(default=256 * MIB, ge=1024, le=4 * 1024 * MIB)
     max_messages_per_client_round: int = Field(default=64, ge=1, le=100_000)
     max_json_bytes: int = Field(default=256 * 1024, ge=256)
+    max_recipe_bytes: int = Field(default=2 * MIB, ge=1024, le=2 * MIB)
     max_tensors: int = Field(default=20_000, ge=1)
 
     lease_seconds: float = Field(default=300.0, gt=0)
@@ -202,6 +205,7 @@ class Settings(BaseSettings):
             + self.max_log_bytes
             + self.max_details_bytes
             + 2 * self.max_json_bytes
+            + self.max_recipe_bytes
             + self.max_personal_bytes
             + 64 * 1024
         )

@@ -58,6 +58,7 @@ from evaluator.validation.commlog import declared_shape, parse_log
 from evaluator.validation.metadata import parse_metadata
 from evaluator.validation.personal import check_personalisations
 from evaluator.validation.privacy import load_declaration
+from evaluator.validation.recipe import check_recipe
 from evaluator.validation.tensor_digest import submission_fingerprint
 from evaluator.validation.track_parts import check_track_parts
 
@@ -100,6 +101,12 @@ _UPLOAD_BODY = {
                             "type": "string",
                             "format": "binary",
                             "description": "submission.json: track, method, description",
+                        },
+                        "recipe": {
+                            "type": "string",
+                            "format": "binary",
+                            "description": "recipe.json (optional, any track): how the run was "
+                            "trained, for the organisers' re-run; never shown",
                         },
                     },
                     "patternProperties": {
@@ -177,6 +184,7 @@ def check_upload(
     privacy = directory / stored_name("privacy")
     if privacy.is_file():
         load_declaration(privacy, max_bytes=settings.max_json_bytes)
+    check_recipe(directory / stored_name("recipe"), metadata.method)
     header = read_header(
         directory / stored_name("model"),
         max_header_bytes=settings.max_header_bytes,
