@@ -34,7 +34,13 @@ from benchmark.provenance import (
     training_data_fingerprint,
 )
 from benchmark.recipe import RECIPE_FILE, Recipe, RecipeError, parse_recipe
-from evaluator.reproduction.sandbox import Mount, SandboxLimits, SandboxResult, run_sandboxed
+from evaluator.reproduction.sandbox import (
+    Mount,
+    SandboxLimits,
+    SandboxResult,
+    remove_tree,
+    run_sandboxed,
+)
 from evaluator.reproduction.verdict import FAILED, RunFiles, Verdict, compare
 
 #: where the sandbox sees its inputs
@@ -183,8 +189,7 @@ def reproduce(submitted: RunFiles, recipe_file: Path, data_dir: Path, *,
     failed, notes = preflight(recipe, data_dir)
     if failed is not None:
         return Reproduction(failed)
-    owner = tempfile.TemporaryDirectory(prefix="reproduce-") if work is None else None
-    root = Path(owner.name if owner else work)  # type: ignore[arg-type]
+    root = Path(tempfile.mkdtemp(prefix="reproduce-")) if work is None else work
     threads = threads or recipe.threads
     try:
         training = train_in_sandbox(
@@ -208,8 +213,8 @@ def reproduce(submitted: RunFiles, recipe_file: Path, data_dir: Path, *,
                           same_machine=same, **options)  # fmt: skip
         return Reproduction(verdict, training.seconds, training.bundle, notes)
     finally:
-        if owner is not None:
-            owner.cleanup()
+        if work is None:
+            remove_tree(root)  # the sandboxed code may have nested folders past rmtree's reach
 
 
 def reproduce_run_directory(run: Path, data_dir: Path, **options: Any) -> Reproduction:
