@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import shutil
+import signal
 import time
 from pathlib import Path
 
@@ -23,6 +25,7 @@ from evaluator.core.db import alembic_config, session_scope
 from evaluator.models import Status, Worker, WorkerState
 from evaluator.worker.liveness import WorkerPresence
 from tests.evaluator.conftest import LiveServer
+from tests.evaluator.factories import write_benchmark
 from tests.evaluator.service import Service, service_env
 from tests.evaluator.test_api import upload
 
@@ -230,3 +233,26 @@ def test_the_organisers_see_workers_queue_and_failures(
         assert f"<td>{presence.worker}</td>" in page and "refused: a reason of its own" in page
         assert "internal error (ValueError) on attempt 1 of 2" in page
         assert second in page
+
+
+def test_serve_stops_when_its_ready_worker_dies(tmp_path: Path, tiny_reference: Path) -> None:
+    data = write_benchmark(tmp_path / "bench", questions=4)
+    env = service_env(tmp_path, reference=tiny_reference, data=data,
+                      database_url=f"sqlite:///{tmp_path / 'evaluator.db'}")  # fmt: skip
+    env["PFLKIT_EVALUATOR_WORKER_BEAT_SECONDS"] = "0.5"
+    service = Service(tmp_path / "serve.log", env)
+    try:
+        service.wait_healthy()
+        _wait(lambda: httpx.get(f"{service.url}/readyz").status_code == 200, "readiness", 120)
+        (worker,) = Path(f"/proc/{service.process.pid}/task/{service.process.pid}/children"
+                         ).read_text().split()  # fmt: skip
+        os.kill(int(worker), signal.SIGKILL)  # as the OOM killer would
+        service.process.wait(timeout=60)
+        assert service.process.returncode == 1, service.output()
+        assert service.output().strip().splitlines()[-1] == (
+            "Error: the embedded scoring worker exited (signal 9); its log is above. Run "
+            "`pflkit serve --no-worker` with `pflkit worker` processes to keep the API up "
+            "without it"
+        )
+    finally:
+        service.stop()
