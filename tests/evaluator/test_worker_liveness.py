@@ -21,7 +21,7 @@ import httpx
 from sqlalchemy import update
 
 from evaluator import crud
-from evaluator.core.db import alembic_config, session_scope
+from evaluator.core.db import alembic_config, code_heads, session_scope
 from evaluator.models import Status, Worker, WorkerState
 from evaluator.worker.liveness import WorkerPresence
 from tests.evaluator.conftest import LiveServer
@@ -147,8 +147,10 @@ def test_a_database_behind_its_migrations_is_not_ready(settings) -> None:  # typ
         assert answer.status_code == 503
         body = answer.json()
         assert body["database"] == "behind its migrations"
+        (head,) = code_heads()
         assert body["reasons"][0].startswith(
-            "the database is at migration 0007 and this code needs 0008"
+            f"the database is at migration 0007 and this code needs {head}: restart `pflkit "
+            "serve` (it migrates at start-up)"
         )
         assert httpx.get(f"{server.url}/healthz").status_code == 200
 
