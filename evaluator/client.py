@@ -125,27 +125,40 @@ def wait(
         The submission's final public record.
 
     Raises:
-        SubmitError: the server refused the request or the wait timed out.
+        SubmitError: the server refused the request or the wait timed out (saying, when no
+            scoring worker runs, since when the submission waits for one).
     """
     import httpx
 
     deadline = time.monotonic() + timeout
     url = f"{server.rstrip('/')}/api/v1/submissions/{submission_id}"
+    body: dict[str, Any] = {"status": "unknown"}
     with httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=30) as client:
         while True:
             response = client.get(url)
-            if response.status_code != 200:
+            if response.status_code == 503:  # the service's database restarts: wait, ask again
+                pause = _retry_after(response, interval)
+            elif response.status_code != 200:
                 raise SubmitError(
                     f"status request failed ({response.status_code}): {_detail(response)}"
                 )
-            body = response.json()
-            if body["status"] in FINAL_STATES:
-                return body
+            else:
+                body, pause = response.json(), interval
+                if body["status"] in FINAL_STATES:
+                    return body
             if time.monotonic() > deadline:
+                waiting = f": {body['waiting']}" if body.get("waiting") else ""
                 raise SubmitError(
                     f"submission {submission_id} still {body['status']} after {timeout:.0f} s"
+                    + waiting
                 )
-            time.sleep(interval)
+            time.sleep(min(pause, max(deadline - time.monotonic(), 0.0) + 0.01))
+
+
+def _retry_after(response: Any, default: float) -> float:
+    """The seconds a 503 asks to wait (``Retry-After``), else ``default``."""
+    value = response.headers.get("retry-after", "")
+    return min(float(value), 60.0) if value.isdigit() else default
 
 
 def _content_type(field: str) -> str:

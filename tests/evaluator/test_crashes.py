@@ -26,7 +26,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from evaluator import crud
+from evaluator import client, crud
 from evaluator.core.config import Settings
 from evaluator.core.db import get_engine, session_scope
 from evaluator.queue import TaskQueue
@@ -299,8 +299,18 @@ def test_the_database_restarted_under_load_fails_requests_cleanly_and_recovers(
                     continue
                 answers.append((time.monotonic(), "upload", code))
 
+        waited: list[str] = []
+
+        def waiter() -> None:  # `pflkit submit --wait` rides the outage out (Retry-After)
+            try:
+                client.wait(first.json()["id"], server=service.url, token=token, timeout=6.0,
+                            interval=0.2)  # fmt: skip
+            except client.SubmitError as exc:
+                waited.append(str(exc))
+
         threads = [threading.Thread(target=reader, daemon=True) for _ in range(3)]
-        threads.append(threading.Thread(target=uploader, daemon=True))
+        threads += [threading.Thread(target=uploader, daemon=True),
+                    threading.Thread(target=waiter, daemon=True)]  # fmt: skip
         for thread in threads:
             thread.start()
         time.sleep(1.0)
@@ -322,6 +332,9 @@ def test_the_database_restarted_under_load_fails_requests_cleanly_and_recovers(
         late = [code for at, kind, code in answers if at > up + 2.0 and kind == "read"]
         assert late and set(late) == {200}, late  # recovered, without a restart of its own
         assert service.process.poll() is None and service.process.pid == pid
+        assert len(waited) == 1 and waited[0].startswith(
+            f"submission {first.json()['id']} still queued after 6 s"
+        ), waited
         assert httpx.get(f"{service.url}/healthz").status_code == 200
         print(f"{len(answers)} requests: " + ", ".join(
             f"{kind} {code}: {sum(1 for _, k, c in answers if (k, c) == (kind, code))}"

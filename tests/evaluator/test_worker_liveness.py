@@ -18,9 +18,10 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 from sqlalchemy import update
 
-from evaluator import crud
+from evaluator import client, crud
 from evaluator.core.db import alembic_config, code_heads, session_scope
 from evaluator.models import Status, Worker, WorkerState
 from evaluator.worker.liveness import WorkerPresence
@@ -80,6 +81,13 @@ def test_no_live_worker_makes_readyz_503_and_queued_submissions_say_they_wait(
             headers={"Authorization": f"Bearer {teams['alpha']}"},
         ).json()["submissions"]
         assert listed[0]["waiting_for_worker_since"] == view["waiting_for_worker_since"]
+        with pytest.raises(client.SubmitError) as waited:  # pflkit submit --wait says it too
+            client.wait(submission_id, server=server.url, token=teams["alpha"], timeout=0.3,
+                        interval=0.1)  # fmt: skip
+        assert str(waited.value).startswith(
+            f"submission {submission_id} still queued after 0 s: waiting for a scoring worker "
+            "since "
+        )
 
         # A worker registers: starting (scoring the base) is not live yet.
         presence = WorkerPresence(settings, embedded=False).register()
