@@ -9,7 +9,6 @@ from typing import Any
 
 from anyio import to_thread
 from fastapi import APIRouter, FastAPI
-from prometheus_client import CollectorRegistry
 from sqlalchemy import select
 
 from benchmark.tracks import TRACKS
@@ -24,7 +23,7 @@ from evaluator.core.db import migrate, read_session_factory, session_factory
 from evaluator.core.headers import SecurityHeaders
 from evaluator.core.security import hash_token
 from evaluator.core.throttle import FailedAuthThrottle
-from evaluator.metrics import DatabaseCollector, RequestMetrics
+from evaluator.metrics import RequestMetrics, ServiceMetrics
 from evaluator.models import Team, utcnow
 from evaluator.queue import TaskQueue
 from evaluator.storage import SubmissionStore
@@ -122,11 +121,10 @@ def create_app(
     )
     app.add_middleware(SecurityHeaders)
     errors.install(app)
-    app.state.metrics = CollectorRegistry(auto_describe=False)
-    app.state.metrics.register(
-        DatabaseCollector(app.state.read_sessions, stale_seconds=settings.worker_stale_seconds)
+    app.state.metrics = ServiceMetrics(
+        app.state.read_sessions, stale_seconds=settings.worker_stale_seconds
     )
-    app.add_middleware(RequestMetrics, registry=app.state.metrics)
+    app.add_middleware(RequestMetrics, metrics=app.state.metrics)
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(submissions.router)

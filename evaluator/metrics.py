@@ -2,10 +2,10 @@
 
 Two sources:
 
-- **This API process** (:class:`RequestMetrics`, a pure ASGI middleware): requests by method,
-  route template and status, their latency, and uploads by outcome. With ``--workers N`` each
-  API process counts its own requests; Prometheus sums the processes' series when each is
-  scraped, but one scrape of the shared port reaches one process.
+- **The API processes** (:class:`RequestMetrics`, a pure ASGI middleware, into
+  :class:`ServiceMetrics`): requests by method, route template and status, their latency, and
+  uploads by outcome. With ``--workers N`` and ``PROMETHEUS_MULTIPROC_DIR`` set, a scrape of
+  any process reports the sums over all of them; without it, the process that answers.
 - **The database** (:class:`DatabaseCollector`, read at every scrape, the same from any
   process): the queue's depth and oldest age, live and starting workers, submissions by
   status, the scoring and audit durations of scored submissions (histograms), failures by kind.
@@ -16,17 +16,19 @@ has the same list with the Grafana queries.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
     HistogramMetricFamily,
     Metric,
 )
+from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
@@ -41,6 +43,8 @@ REQUEST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 #: scoring and audit durations (seconds): the tiny model in a second, VT5-base on a CPU in hours
 JOB_BUCKETS = (1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, 4 * 3600.0, 12 * 3600.0)
 UPLOAD_ROUTE = "/api/v1/submissions"
+#: prometheus-client's switch to its multiprocess mode (``pflkit serve --workers N``)
+MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
 #: an upload's answer -> its outcome label
 UPLOAD_OUTCOMES = {
     202: "accepted",
@@ -76,28 +80,68 @@ METRICS: dict[str, tuple[str, tuple[str, ...], str]] = {
 }  # fmt: skip
 
 
+class ServiceMetrics:
+    """This API process's request series and the database's figures, and their exposition.
+
+    Set ``PROMETHEUS_MULTIPROC_DIR`` to an empty directory (emptied before every start, as
+    prometheus-client requires) before ``pflkit serve --workers N``: every API process then
+    writes its request series there and a scrape of any process reports the sums over all of
+    them (prometheus-client's multiprocess mode). Without it, each process counts its own.
+
+    Args:
+        sessions: a callable opening a session (the app's read sessions).
+        stale_seconds: a worker beat older than this does not count.
+    """
+
+    def __init__(self, sessions: Callable[[], Session], *, stale_seconds: float) -> None:
+        self.directory = os.environ.get(MULTIPROCESS_ENV) or None
+        self.database = DatabaseCollector(sessions, stale_seconds=stale_seconds)
+        # In multiprocess mode the series live in the directory's files, not in a registry.
+        own = None if self.directory else CollectorRegistry(auto_describe=False)
+        self.requests = Counter(
+            "pflkit_http_requests", METRICS["pflkit_http_requests_total"][2],
+            ("method", "route", "status"), registry=own,
+        )  # fmt: skip
+        self.latency = Histogram(
+            "pflkit_http_request_duration_seconds",
+            METRICS["pflkit_http_request_duration_seconds"][2], ("method", "route"),
+            buckets=REQUEST_BUCKETS, registry=own,
+        )  # fmt: skip
+        self.uploads = Counter(
+            "pflkit_uploads", METRICS["pflkit_uploads_total"][2], ("outcome",), registry=own
+        )
+        if own is not None:
+            own.register(self.database)
+        self._registry = own
+
+    def record(self, method: str, route: str, code: int, seconds: float) -> None:
+        """Count one answered request."""
+        self.requests.labels(method, route, str(code)).inc()
+        self.latency.labels(method, route).observe(seconds)
+        if method == "POST" and route == UPLOAD_ROUTE:
+            outcome = UPLOAD_OUTCOMES.get(code, "server_error" if code >= 500 else "other")
+            self.uploads.labels(outcome).inc()
+
+    def exposition(self) -> bytes:
+        """Every series in Prometheus' text format (the database is read now)."""
+        registry = self._registry
+        if registry is None:
+            registry = CollectorRegistry(auto_describe=False)
+            MultiProcessCollector(registry, path=self.directory)
+            registry.register(self.database)
+        return generate_latest(registry)
+
+
 class RequestMetrics:
     """ASGI middleware counting requests, their latency and uploads by outcome.
 
     Args:
         app: the wrapped ASGI app.
-        registry: where the series live (one per app).
+        metrics: where they are counted.
     """
 
-    def __init__(self, app: Any, registry: CollectorRegistry) -> None:
-        self.app = app
-        self.requests = Counter(
-            "pflkit_http_requests", METRICS["pflkit_http_requests_total"][2],
-            ("method", "route", "status"), registry=registry,
-        )  # fmt: skip
-        self.latency = Histogram(
-            "pflkit_http_request_duration_seconds",
-            METRICS["pflkit_http_request_duration_seconds"][2], ("method", "route"),
-            buckets=REQUEST_BUCKETS, registry=registry,
-        )  # fmt: skip
-        self.uploads = Counter(
-            "pflkit_uploads", METRICS["pflkit_uploads_total"][2], ("outcome",), registry=registry
-        )
+    def __init__(self, app: Any, metrics: ServiceMetrics) -> None:
+        self.app, self.metrics = app, metrics
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         if scope["type"] != "http":
@@ -114,17 +158,9 @@ class RequestMetrics:
         try:
             await self.app(scope, receive, send_and_note)
         finally:
-            self._record(scope, answered[0], time.perf_counter() - started)
-
-    def _record(self, scope: dict, code: int, seconds: float) -> None:
-        # The route's template, never the raw path: one series per route, whatever the ids.
-        route = getattr(scope.get("route"), "path", "unmatched")
-        method = scope["method"]
-        self.requests.labels(method, route, str(code)).inc()
-        self.latency.labels(method, route).observe(seconds)
-        if method == "POST" and route == UPLOAD_ROUTE:
-            outcome = UPLOAD_OUTCOMES.get(code, "server_error" if code >= 500 else "other")
-            self.uploads.labels(outcome).inc()
+            # The route's template, never the raw path: one series per route, whatever the ids.
+            route = getattr(scope.get("route"), "path", "unmatched")
+            self.metrics.record(scope["method"], route, answered[0], time.perf_counter() - started)
 
 
 def _histogram(

@@ -19,12 +19,22 @@ from evaluator.worker import JobRunner
 from evaluator.worker.liveness import WorkerPresence
 from tests.evaluator.conftest import LiveServer
 from tests.evaluator.factories import metadata, write_benchmark
+from tests.evaluator.service import Service, create_team, service_env
 from tests.evaluator.test_api import upload
 
 STATUS_ROUTE = "/api/v1/submissions/{submission_id}"
 
 
-def scrape(server: LiveServer, token: str) -> dict[tuple[str, frozenset], float]:
+class LiveServerAddress:
+    """Where a service listens (what :func:`scrape` needs of a :class:`LiveServer`)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+
+def scrape(
+    server: LiveServer | LiveServerAddress, token: str
+) -> dict[tuple[str, frozenset], float]:
     """Every sample of ``/metrics`` as parsed by prometheus-client: (name, labels) -> value."""
     answer = httpx.get(f"{server.url}/metrics", headers={"Authorization": f"Bearer {token}"})
     assert answer.status_code == 200, answer.text
@@ -141,3 +151,41 @@ def test_metrics_move_with_uploads_scores_and_failures(
         assert value(failed, "pflkit_workers_live") == 0
         assert value(failed, "pflkit_uploads_total", outcome="accepted") == 2
         assert value(failed, "pflkit_uploads_total", outcome="copy_refused") == 1
+
+
+def test_several_api_processes_are_summed_in_every_scrape(
+    tmp_path: Path, tiny_reference: Path
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    database_url = f"sqlite:///{tmp_path / 'evaluator.db'}"
+    (tmp_path / "data").mkdir()
+    env = service_env(tmp_path, reference=tiny_reference, data=tmp_path / "data",
+                      database_url=database_url)  # fmt: skip
+    directory = tmp_path / "prometheus"
+    directory.mkdir()
+    env["PROMETHEUS_MULTIPROC_DIR"] = str(directory)
+    organiser = create_team(database_url, "org", organiser=True)
+    service = Service(tmp_path / "serve.log", env, "--no-worker", "--workers", "2")
+    try:
+        service.wait_healthy()
+        server = LiveServerAddress(service.url)
+        before = value(scrape(server, organiser), "pflkit_http_requests_total",
+                       method="GET", route="/healthz", status="200")  # fmt: skip
+
+        def probe(_: int) -> int:
+            return httpx.get(f"{service.url}/healthz").status_code  # a new connection each
+
+        with ThreadPoolExecutor(8) as pool:
+            assert set(pool.map(probe, range(60))) == {200}
+        # Both processes answered some (each writes its own file once it counts a request)...
+        assert len(list(directory.glob("counter_*.db"))) == 2, list(directory.iterdir())
+        # ...and whichever answers the scrape reports the sum of both.
+        for _ in range(4):
+            samples = scrape(server, organiser)
+            assert value(samples, "pflkit_http_requests_total",
+                         method="GET", route="/healthz", status="200") == before + 60  # fmt: skip
+            assert value(samples, "pflkit_http_request_duration_seconds_count",
+                         method="GET", route="/healthz") == before + 60  # fmt: skip
+    finally:
+        service.stop()

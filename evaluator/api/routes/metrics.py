@@ -7,7 +7,6 @@ credentials_file: ...}`` in its scrape configuration (docs/organisers/operations
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
-from prometheus_client import generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
 from evaluator.api.deps import Organiser
@@ -27,5 +26,5 @@ router = APIRouter(tags=["health"])
 def metrics(request: Request, _organiser: Organiser) -> Response:
     """The request, upload, queue, worker, scoring and failure figures (organisers only)."""
     # Every name is a classic one, so the text is also format 0.0.4, which Prometheus 2 reads.
-    body = generate_latest(request.app.state.metrics)
+    body = request.app.state.metrics.exposition()
     return Response(body, media_type=CONTENT_TYPE_PLAIN_0_0_4)
