@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager, contextmanager
 from functools import lru_cache
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import QueuePool
@@ -177,14 +177,14 @@ def code_heads() -> frozenset[str]:
     return frozenset(ScriptDirectory.from_config(config).get_heads())
 
 
-def schema_revisions(url: str) -> frozenset[str]:
-    """The migrations the database at ``url`` is at (empty: never migrated)."""
+def revisions_of(connection: Connection) -> frozenset[str]:
+    """The migrations the database behind ``connection`` is at (empty: never migrated)."""
     from alembic.runtime.migration import MigrationContext
 
-    with get_engine(url).connect() as connection:
-        return frozenset(MigrationContext.configure(connection).get_current_heads())
+    return frozenset(MigrationContext.configure(connection).get_current_heads())
 
 
 def schema_is_current(url: str) -> bool:
     """Whether the database at ``url`` is at the newest migration."""
-    return schema_revisions(url) == code_heads()
+    with get_engine(url).connect() as connection:
+        return revisions_of(connection) == code_heads()

@@ -70,11 +70,20 @@ def register_worker(
     )  # fmt: skip
 
 
-def beat(session: Session, *, name: str, holding: list[str] | None = None) -> bool:
-    """Renew a worker's heartbeat and what it holds; False when its row is gone."""
+def beat(
+    session: Session,
+    *,
+    name: str,
+    holding: list[str] | None = None,
+    state: WorkerState | None = None,
+) -> bool:
+    """Renew a worker's heartbeat, what it holds and (when given) its state, so that a state
+    change a database hiccup lost is written at the next beat; False when its row is gone."""
     values: dict[str, object] = {"last_beat_at": utcnow()}
     if holding is not None:
         values["holding"] = " ".join(holding)[:MAX_HOLDING_CHARS]
+    if state is not None:
+        values["state"] = state.value
     result = session.execute(
         update(Worker)
         .where(Worker.name == name)

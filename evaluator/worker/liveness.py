@@ -37,6 +37,7 @@ class WorkerPresence(threading.Thread):
         self.pid = os.getpid()
         self.worker = f"{self.host[:40]}:{self.pid}:{uuid.uuid4().hex[:8]}"
         self.stopped = threading.Event()
+        self.state = WorkerState.STARTING
         self._holding: list[str] = []
         self._lock = threading.Lock()
 
@@ -63,7 +64,9 @@ class WorkerPresence(threading.Thread):
         self._beat()
 
     def mark(self, state: WorkerState, reason: str | None = None) -> None:
-        """Record a new state (a failure to record it is logged, never raised)."""
+        """Record a new state (a failure to record it is logged, never raised: the next beat
+        writes the state again)."""
+        self.state = state
         try:
             with session_scope(self.settings.db_url) as session:
                 crud.set_worker_state(session, name=self.worker, state=state, reason=reason)
@@ -82,7 +85,7 @@ class WorkerPresence(threading.Thread):
             holding = list(self._holding)
         try:
             with session_scope(self.settings.db_url) as session:
-                crud.beat(session, name=self.worker, holding=holding)
+                crud.beat(session, name=self.worker, holding=holding, state=self.state)
         except Exception as exc:  # the database is down: the next beat tries again
             logger.warning("worker heartbeat failed: %s", type(exc).__name__)
 

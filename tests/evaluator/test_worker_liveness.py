@@ -266,3 +266,21 @@ def test_serve_stops_when_its_ready_worker_dies(tmp_path: Path, tiny_reference: 
         )
     finally:
         service.stop()
+
+
+def test_a_state_change_lost_to_the_database_is_written_at_the_next_beat(settings) -> None:  # type: ignore[no-untyped-def]
+    settings = settings.model_copy(update={"worker_beat_seconds": 0.2})
+    presence = WorkerPresence(settings, embedded=False).register()
+    try:
+        presence.mark(WorkerState.READY)
+        with session_scope(settings.db_url) as session:  # as if that write had been lost
+            session.execute(update(Worker).values(state=WorkerState.STARTING.value))
+
+        def state() -> str:
+            with session_scope(settings.db_url) as session:
+                return session.get(Worker, presence.worker).state
+
+        assert _wait(lambda: state() == "ready", "the next beat to restore the state", 5)
+    finally:
+        presence.stop()
+    assert state() == "stopped"

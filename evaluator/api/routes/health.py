@@ -14,7 +14,7 @@ from sqlalchemy import text
 from evaluator import crud
 from evaluator.api.deps import SessionDep, SettingsDep
 from evaluator.api.worker_watch import no_worker_reason
-from evaluator.core.db import code_heads, schema_revisions
+from evaluator.core.db import code_heads, revisions_of
 from evaluator.crud import Liveness
 from evaluator.models import Health, ReadyState
 
@@ -38,13 +38,14 @@ def readyz(session: SessionDep, settings: SettingsDep) -> JSONResponse:
     """200 when submissions will be scored: the database is at the newest migration and a
     scoring worker has beaten within ``worker_stale_seconds``; 503 with the reasons otherwise."""
     try:
-        revisions = schema_revisions(settings.db_url)
+        revisions = revisions_of(session.connection())
     except Exception:
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "database unavailable") from None
     behind = revisions != code_heads()
     try:
         liveness = crud.liveness(session, stale_seconds=settings.worker_stale_seconds)
     except Exception:
+        session.rollback()
         if not behind:  # an old schema may lack the workers' table: its reason says it all
             raise HTTPException(
                 status.HTTP_503_SERVICE_UNAVAILABLE, "database unavailable"
