@@ -150,7 +150,13 @@ def test_a_database_behind_its_migrations_is_not_ready(settings) -> None:  # typ
                 update(Worker).values(last_beat_at=dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
             )
         assert _ready(server).status_code == 503
-        command.downgrade(alembic_config(settings.db_url), "0007")
+        config = alembic_config(settings.db_url)
+        command.stamp(config, "0007")  # marked older, the workers' table still there
+        reasons = _ready(server).json()["reasons"]
+        assert reasons[0].startswith("the database is at migration 0007 and this code needs ")
+        assert reasons[1].startswith("no scoring worker has beaten in the last")
+        command.stamp(config, "head")
+        command.downgrade(config, "0007")  # really older: no workers' table
         answer = _ready(server)
         assert answer.status_code == 503
         body = answer.json()

@@ -43,14 +43,16 @@ def readyz(session: SessionDep, settings: SettingsDep) -> JSONResponse:
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "database unavailable") from None
     behind = revisions != code_heads()
     try:
-        liveness = crud.liveness(session, stale_seconds=settings.worker_stale_seconds)
+        liveness: Liveness | None = crud.liveness(
+            session, stale_seconds=settings.worker_stale_seconds
+        )
     except Exception:
         session.rollback()
-        if not behind:  # an old schema may lack the workers' table: its reason says it all
+        if not behind:
             raise HTTPException(
                 status.HTTP_503_SERVICE_UNAVAILABLE, "database unavailable"
             ) from None
-        liveness = Liveness(live=0, starting=0, last_seen=None, refusal=None)
+        liveness = None  # an old schema may lack the workers' table: its reason says it all
     reasons = []
     if behind:
         reasons.append(
@@ -58,13 +60,13 @@ def readyz(session: SessionDep, settings: SettingsDep) -> JSONResponse:
             f"code needs {', '.join(sorted(code_heads()))}: restart `pflkit serve` (it migrates "
             "at start-up) or run the migrations"
         )
-    if liveness.live == 0 and not behind:
+    if liveness is not None and liveness.live == 0:
         reasons.append(no_worker_reason(liveness, stale_seconds=settings.worker_stale_seconds))
     state = ReadyState(
         status="not ready" if reasons else "ready",
         database="behind its migrations" if behind else "ok",
-        live_workers=liveness.live,
-        starting_workers=liveness.starting,
+        live_workers=liveness.live if liveness is not None else 0,
+        starting_workers=liveness.starting if liveness is not None else 0,
         reasons=reasons,
     )
     return JSONResponse(
