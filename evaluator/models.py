@@ -183,6 +183,16 @@ class Submission(Base):
     audit_contradicted: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     audit_report: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
+    # Verification by reproduction (``evaluator.reproduction``): null when the policy did not
+    # select the submission, then ``queued``, ``reproducing`` and the verdict's outcome; the
+    # verdict's sentence and figures (never the recipe), the worker holding the re-run and since
+    # when.
+    reproduction: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)
+    reproduction_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    reproduction_report: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    reproduction_owner: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    reproduction_started_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
     hidden: Mapped[bool] = mapped_column(Boolean, default=False)
     disqualified_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
 

@@ -68,6 +68,8 @@ def _public(unranked: Unranked) -> Unranked:
     or failed one shows its state, not the reason (that is its team's and the organisers')."""
     if unranked.reason.startswith(("rejected:", "failed:")):
         unranked = dataclasses.replace(unranked, reason=unranked.row.status)
+    if unranked.reason.startswith("not reproduced:"):
+        unranked = dataclasses.replace(unranked, reason="not reproduced")
     if not unranked.row.hidden:
         return unranked
     row = unranked.row

@@ -66,6 +66,10 @@ class Row:
             audit" (a statistical test; the claim stays ranked, the organisers decide).
         hidden: hidden by the organisers.
         disqualified_reason: set when the organisers disqualified the submission.
+        reproduction: the organisers' re-run of its recipe (``evaluator.reproduction``):
+            ``None`` (not selected), ``queued``, ``reproducing`` or the verdict; a submission
+            not reproduced (or whose recipe failed) is unranked.
+        reproduction_reason: the verdict's sentence (the team's and the organisers').
     """
 
     id: str
@@ -93,6 +97,8 @@ class Row:
     audit_contradicted: bool | None = None
     hidden: bool = False
     disqualified_reason: str | None = None
+    reproduction: str | None = None
+    reproduction_reason: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready view (timestamps as ISO 8601)."""
@@ -118,6 +124,7 @@ class Row:
             "global_unseen_anls": self.global_unseen_anls,
             "audit_epsilon": self.audit_epsilon,
             "audit_contradicted": self.audit_contradicted,
+            "reproduction": self.reproduction,
         }
 
 
@@ -156,6 +163,10 @@ def _tie_key(row: Row) -> tuple[dt.datetime, str]:
     return (row.created_at, row.id)
 
 
+#: re-run verdicts that keep a submission out of the ranking
+NOT_REPRODUCED = ("not reproduced", "failed")
+
+
 def exclusion_reason(row: Row) -> str | None:
     """Why a submission cannot be ranked on either track, or None when it may be.
 
@@ -169,6 +180,8 @@ def exclusion_reason(row: Row) -> str | None:
         return "hidden by the organisers"
     if row.disqualified_reason:
         return f"disqualified: {row.disqualified_reason}"
+    if row.reproduction in NOT_REPRODUCED:
+        return f"not reproduced: {row.reproduction_reason or row.reproduction}"
     if row.status == "rejected":
         return f"rejected: {row.reason}" if row.reason else "rejected"
     if row.status == "failed":

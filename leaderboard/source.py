@@ -21,6 +21,7 @@ _NAMES = (
     "privacy_verified",
     "personal_anls", "personal_anls_std", "personal_worst_anls", "global_unseen_anls",
     "personal_clients", "audit_epsilon", "audit_contradicted", "hidden", "disqualified_reason",
+    "reproduction", "reproduction_reason",
 )  # fmt: skip
 
 

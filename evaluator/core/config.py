@@ -7,6 +7,7 @@ command line. Unsafe values fail at start-up with a message that says what to ch
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Literal
 
@@ -81,6 +82,16 @@ class Settings(BaseSettings):
             model's likelihood predicts; the strongest, docs/organisers/audit.md), ``question``
             (the same probes' plain gains) or ``secret`` (identity questions with the identity
             removed from the OCR). Fixed before the competition opens.
+        reproduction: per track, which finished submissions the workers re-run from their
+            recipe (``off``: none, the default; ``all``: every one); a submission selected and
+            not reproduced is unranked (docs/organisers/reproduction.md). From the environment
+            as JSON: ``PFLKIT_EVALUATOR_REPRODUCTION='{"2": "all"}'``.
+        reproduction_cpu_seconds: the re-run sandbox's CPU-time limit (its wall clock is twice).
+        reproduction_memory_bytes: the re-run sandbox's memory (address-space) limit: training
+            reserves more address space than it touches (a tiny VT5 at batch size 16: 8.5 GB).
+        reproduction_threads: torch threads of a re-run (``None``: the recipe's).
+        reproduction_tolerance: across machine types, the largest distance between the
+            submitted and the re-run model over the re-run's change from the base.
         torch_threads: intra-op threads of a scoring worker (0: torch's default). On a machine
             shared with other work, 1 avoids oversubscription (twice as fast here under load).
     """
@@ -132,6 +143,11 @@ class Settings(BaseSettings):
     device: str = Field(default="auto", pattern=r"^(auto|cpu|cuda(:[0-9]{1,2})?)$")
     precision: Literal["fp32", "bf16"] = "fp32"
     audit_attack: Literal["secret", "question", "calibrated"] = "calibrated"
+    reproduction: dict[int, Literal["off", "all"]] = Field(default_factory=dict)
+    reproduction_cpu_seconds: int = Field(default=7200, ge=1)
+    reproduction_memory_bytes: int = Field(default=16 * 1024 * MIB, ge=256 * MIB)
+    reproduction_threads: int | None = Field(default=None, ge=1, le=1024)
+    reproduction_tolerance: float = Field(default=0.05, ge=0.0, le=1.0)
     log_level: str = "INFO"
 
     @field_validator("organiser_token")
@@ -228,6 +244,8 @@ class Settings(BaseSettings):
                 continue
             if isinstance(value, SecretStr):
                 value = value.get_secret_value()
+            elif isinstance(value, dict | list):  # read back as JSON, as pydantic-settings does
+                value = json.dumps(value)
             env[ENV_PREFIX + name.upper()] = str(value)
         env[ENV_PREFIX + "DATABASE_URL"] = self.db_url
         env[ENV_PREFIX + "QUEUE_URL"] = self.queue

@@ -25,6 +25,12 @@ from evaluator.crud.organiser_sessions import (
     organiser_by_session,
 )
 from evaluator.crud.quota import QuotaExceeded, day_start, used_quota
+from evaluator.crud.reproductions import (
+    claim_reproduction,
+    queue_reproduction,
+    record_reproduction,
+    requeue_abandoned_reproductions,
+)
 from evaluator.crud.status_reads import Caller, StatusRead, caller_by_token, submission_for_token
 from evaluator.crud.submissions import (
     delete_submission,
@@ -49,6 +55,10 @@ from evaluator.crud.workers import (
 )
 
 __all__ = [
+    "claim_reproduction",
+    "queue_reproduction",
+    "record_reproduction",
+    "requeue_abandoned_reproductions",
     "Caller",
     "InvalidTeamName",
     "Liveness",

@@ -46,6 +46,7 @@ from evaluator.reproduction.verdict import FAILED, RunFiles, Verdict, compare
 #: where the sandbox sees its inputs
 RECIPE_INSIDE = "/in/recipe.json"
 DATA_INSIDE = "/data"
+BASE_INSIDE = "/base"
 RUN_INSIDE = "/scratch/run"
 #: the sandbox's limits unless the organisers set others
 DEFAULT_LIMITS = SandboxLimits()
@@ -83,14 +84,11 @@ def read_recipe(path: Path) -> Recipe:
     return parse_recipe(path.read_bytes())
 
 
-def preflight(recipe: Recipe, data_dir: Path) -> tuple[Verdict | None, list[str]]:
+def preflight(recipe: Recipe, data_dir: Path, base_dir: Path) -> tuple[Verdict | None, list[str]]:
     """A failed verdict when the organisers cannot run the recipe as named, and notes."""
-    if recipe.base_name != "base":
-        return Verdict(FAILED, f"the recipe starts from {recipe.base_name!r}; the evaluator "
-                       "re-runs recipes that start from the shipped base"), []  # fmt: skip
-    if file_digest(resolve_checkpoint("base") / "model.safetensors") != recipe.base_sha256:
-        return Verdict(FAILED, "the recipe's base is not the evaluator's shipped base (another "
-                       "kit version?)"), []  # fmt: skip
+    if file_digest(base_dir / "model.safetensors") != recipe.base_sha256:
+        return Verdict(FAILED, "the recipe starts from another base than the evaluator's "
+                       "reference model"), []  # fmt: skip
     if training_data_fingerprint(data_dir) != recipe.data_fingerprint:
         return Verdict(FAILED, "the recipe was trained on other data than the evaluator's copy "
                        "of the training files"), []  # fmt: skip
@@ -170,7 +168,8 @@ def _mounts(kit_copy: Path, data_dir: Path) -> list[Mount]:
 
 def reproduce(submitted: RunFiles, recipe_file: Path, data_dir: Path, *,
               limits: SandboxLimits = DEFAULT_LIMITS, threads: int | None = None,
-              work: Path | None = None, tolerance: float | None = None) -> Reproduction:  # fmt: skip
+              work: Path | None = None, tolerance: float | None = None,
+              base_dir: Path | None = None) -> Reproduction:  # fmt: skip
     """Re-run a submission's recipe on ``data_dir``'s training files and judge it.
 
     Args:
@@ -181,21 +180,27 @@ def reproduce(submitted: RunFiles, recipe_file: Path, data_dir: Path, *,
         threads: torch threads of the re-run (``None``: the recipe's).
         work: where the kit copy and the re-run go (``None``: a temporary folder, removed).
         tolerance: see :func:`~evaluator.reproduction.verdict.compare`.
+        base_dir: the evaluator's reference model, the base the recipe must start from
+            (``None``: the shipped base).
     """
     try:
         recipe = read_recipe(recipe_file)
     except RecipeError as error:
         return Reproduction(Verdict(FAILED, str(error)))
-    failed, notes = preflight(recipe, data_dir)
+    base_dir = resolve_checkpoint("base" if base_dir is None else base_dir)
+    failed, notes = preflight(recipe, data_dir, base_dir)
     if failed is not None:
         return Reproduction(failed)
     root = Path(tempfile.mkdtemp(prefix="reproduce-")) if work is None else work
     threads = threads or recipe.threads
     try:
+        inputs = {RECIPE_INSIDE: recipe_file}
+        inputs.update({f"{BASE_INSIDE}/{path.name}": path for path in base_dir.iterdir()
+                       if path.is_file()})  # fmt: skip
         training = train_in_sandbox(
-            ["--recipe", RECIPE_INSIDE, "--device", "cpu", "--threads", str(threads)],
-            files=recipe.files, data_dir=data_dir, root=root, limits=limits,
-            inputs={RECIPE_INSIDE: recipe_file})  # fmt: skip
+            ["--recipe", RECIPE_INSIDE, "--base", BASE_INSIDE, "--device", "cpu", "--threads",
+             str(threads)], files=recipe.files, data_dir=data_dir, root=root, limits=limits,
+            inputs=inputs)  # fmt: skip
         if kit_source_digest(root / "kit") != recipe.kit_source_sha256:
             notes.append("the kit with the recipe's files is not the kit the run was trained "
                          "with: the participant changed other kit files")  # fmt: skip
@@ -209,7 +214,7 @@ def reproduce(submitted: RunFiles, recipe_file: Path, data_dir: Path, *,
         same = machine_label() == recipe.machine_label and threads == recipe.threads
         options = {} if tolerance is None else {"tolerance": tolerance}
         verdict = compare(submitted, RunFiles.of_run_directory(training.run),
-                          base_model=resolve_checkpoint("base") / "model.safetensors",
+                          base_model=base_dir / "model.safetensors",
                           same_machine=same, **options)  # fmt: skip
         return Reproduction(verdict, training.seconds, training.bundle, notes)
     finally:

@@ -34,10 +34,11 @@ EXACT = "reproduced exactly"
 WITHIN = "reproduced within tolerance"
 NOT_REPRODUCED = "not reproduced"
 FAILED = "failed"
-#: submission.json fields that say how a run was trained (the rest are measurements of it)
+#: submission.json fields that say how a run was trained (the rest are measurements of it; the
+#: base is checked by its weights' digest before the re-run)
 DECLARED_FIELDS = ("method", "rounds", "clients_per_round", "local_epochs", "strategy",
                    "server", "wire_format", "method_options", "communicated_parameters",
-                   "total_bytes", "base", "track")  # fmt: skip
+                   "total_bytes", "track")  # fmt: skip
 #: the largest ratio of model distance to the re-run's change from the base accepted across
 #: machine types, before a measurement for the run's preset and length says otherwise
 DEFAULT_TOLERANCE = 0.05

@@ -12,7 +12,8 @@ from evaluator.queue import TaskQueue
 from evaluator.readiness import ThresholdAtOrBelowBase, check_readiness
 from evaluator.worker.liveness import WorkerPresence
 from evaluator.worker.reaper import Reaper
-from evaluator.worker.runner import JobRunner
+from evaluator.worker.reproducer import Reproducer
+from evaluator.worker.runner import JobRunner, worker_name
 
 logger = logging.getLogger("evaluator.worker")
 
@@ -49,6 +50,10 @@ def run_worker(settings: Settings, *, parent_pid: int | None = None) -> None:
     install_handler(runner)
     reaper = Reaper(settings, runner.queue, parent_pid=parent_pid)
     reaper.start()
+    reproducer = None
+    if any(policy != "off" for policy in settings.reproduction.values()):
+        reproducer = Reproducer(settings, runner.queue, worker_name())
+        reproducer.start()
     consumer = runner.queue.huey.create_consumer(
         workers=settings.worker_threads,
         worker_type="thread",
@@ -61,6 +66,8 @@ def run_worker(settings: Settings, *, parent_pid: int | None = None) -> None:
         consumer.run()
     finally:
         reaper.stopped.set()
+        if reproducer is not None:
+            reproducer.stopped.set()
         presence.stop()
 
 

@@ -174,7 +174,18 @@ class JobRunner:
             logger.warning("submission %s was taken over; this result is discarded", submission_id)
             return "lost"
         logger.info("submission %s %s", submission_id, status.value)
+        if status is Status.FINISHED:
+            self._select_for_reproduction(submission_id)
         return status.value
+
+    def _select_for_reproduction(self, submission_id: str) -> None:
+        """Queue a finished submission's re-run when its track's policy says so."""
+        from evaluator.worker.reproducer import selected
+
+        with session_scope(self.settings.db_url) as session:
+            row = session.get(Submission, submission_id)
+            if row is not None and selected(self.settings, row.track):
+                crud.queue_reproduction(session, submission_id=submission_id)
 
     def _fail(self, submission_id: str, worker: str, error: str) -> str:
         """Record an internal failure and schedule a retry while attempts remain."""

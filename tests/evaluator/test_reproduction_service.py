@@ -1,0 +1,101 @@
+"""Reproduction through the real service: `pflkit serve` (SQLite, its embedded worker) with the
+re-run policy on, real `pflkit train` runs submitted with `pflkit submit`; the honest runs are
+reproduced exactly and ranked with the mark, a DP run trained at half its declared noise (its
+server step doubled, so the model's change carries the declared noise energy) is scored, then
+not reproduced and unranked."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from evaluator.reproduction.sandbox import sandbox_unavailable
+from tests.evaluator.service import Service, create_team, pflkit, service_env
+
+pytestmark = pytest.mark.skipif(sandbox_unavailable() is not None,
+                                reason=f"no sandbox here: {sandbox_unavailable()}")  # fmt: skip
+
+TRAIN = ("--rounds", "1", "--clients-per-round", "2", "--local-epochs", "1", "--batch-size", "4",
+         "--val-limit", "0", "--threads", "1", "--no-progress")  # fmt: skip
+
+
+def _train(out: Path, data: Path, base: Path, *method: str) -> Path:
+    result = pflkit("train", *method, "--data", str(data), "--out", str(out), "--base",
+                    str(base), *TRAIN)  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    return out
+
+
+def _board(url: str, track: int) -> dict:
+    return httpx.get(f"{url}/api/v1/leaderboard", params={"track": track, "all": True}).json()
+
+
+def _entries(board: dict) -> dict[str, dict]:
+    return {e["id"]: e for e in board["ranked"] + board["unranked"]}
+
+
+def _wait_for_verdicts(url: str, ids: dict[str, int], timeout: float = 300) -> dict[str, dict]:
+    deadline = time.monotonic() + timeout
+    final = ("reproduced exactly", "reproduced within tolerance", "not reproduced", "failed")
+    while time.monotonic() < deadline:
+        seen = {}
+        for track in set(ids.values()):
+            seen.update(_entries(_board(url, track)))
+        if all(seen.get(i, {}).get("reproduction") in final for i in ids):
+            return seen
+        time.sleep(1)
+    raise AssertionError(f"no verdict in {timeout} s: {seen}")
+
+
+def test_honest_runs_are_reproduced_and_the_dp_liar_is_unranked(
+    tmp_path: Path, tiny_reference: Path, tiny_benchmark: Path
+) -> None:
+    fedavg = _train(tmp_path / "fedavg", tiny_benchmark, tiny_reference, "--preset", "fedavg")
+    honest = _train(tmp_path / "dp", tiny_benchmark, tiny_reference, "--preset", "dp-lora",
+                    "--noise-multiplier", "1.0")  # fmt: skip
+    liar = _train(tmp_path / "liar", tiny_benchmark, tiny_reference, "--preset", "dp-lora",
+                  "--noise-multiplier", "0.5", "--server-lr", "0.1")  # fmt: skip
+    for name in ("privacy.json", "submission.json", "recipe.json"):
+        shutil.copyfile(honest / name, liar / name)
+
+    database_url = f"sqlite:///{tmp_path / 'evaluator.db'}"
+    env = service_env(tmp_path, reference=tiny_reference, data=tiny_benchmark,
+                      database_url=database_url)  # fmt: skip
+    env["PFLKIT_EVALUATOR_REPRODUCTION"] = json.dumps({"1": "all", "2": "all"})
+    teams = {name: create_team(database_url, name) for name in ("alpha", "beta", "gamma")}
+    service = Service(tmp_path / "serve.log", env)
+    try:
+        service.wait_healthy()
+        ids = {}
+        for (team, token), (run, track) in zip(teams.items(),
+                                               ((fedavg, 1), (honest, 2), (liar, 2)),
+                                               strict=True):  # fmt: skip
+            result = pflkit("submit", str(run), "--server", service.url, "--token", token,
+                            "--wait", "--json", "--timeout", "300")  # fmt: skip
+            assert result.returncode == 0, result.stdout + result.stderr + service.output()
+            scored = json.loads(result.stdout)
+            assert scored["status"] == "finished", (team, scored)
+            ids[scored["id"]] = track
+        entries = _wait_for_verdicts(service.url, ids)
+        fedavg_id, honest_id, liar_id = ids
+        assert entries[fedavg_id]["reproduction"] == "reproduced exactly"
+        assert entries[honest_id]["reproduction"] == "reproduced exactly"
+        assert entries[liar_id]["reproduction"] == "not reproduced"
+        track1, track2 = _board(service.url, 1), _board(service.url, 2)
+        # the random reference's fedavg stays below track 1's threshold: unranked for that alone
+        track1_reasons = {e["id"]: e["reason"] for e in track1["unranked"]}
+        assert fedavg_id in {e["id"] for e in track1["ranked"]} or (
+            "reproduc" not in track1_reasons[fedavg_id])
+        assert honest_id in {e["id"] for e in track2["ranked"]}
+        unranked = {e["id"]: e["reason"] for e in track2["unranked"]}
+        assert unranked[liar_id] == "not reproduced"
+        page = httpx.get(f"{service.url}/leaderboard").text
+        assert "reproduction-mark" in page and "1234567" not in page
+        assert "recipe" not in json.dumps(track2) or "seed" not in json.dumps(track2)
+    finally:
+        service.stop()
