@@ -10,10 +10,11 @@ The comparison, in the order a lie would show first:
 2. **The communication log**, row by row (round, sender, receiver, bytes).
 3. **Every message's digest**, in order; the first message that differs is named with the
    first tensor that differs in it (the detailed log has one SHA-256 per tensor).
-4. **The checkpoint's bytes.**
+4. **The checkpoint's bytes**, then track 3's personal models' (the same clients, the same
+   bytes).
 
 On the recipe's own machine type and thread count, training is deterministic (the CPU pins
-show it for every preset): all four must be equal, and any difference is *not reproduced*. On
+show it for every preset): all of them must be equal, and any difference is *not reproduced*. On
 another machine type (or thread count) float rounding differs and the messages' digests with
 it: the run is *reproduced within tolerance* when the declarations and the log are equal and
 the re-run's checkpoint is within ``tolerance`` of the submitted one, measured as the distance
@@ -53,22 +54,31 @@ class RunFiles:
     model: Path
     metadata: Path
     privacy: Path | None = None
+    personal: Path | None = None
 
     @classmethod
     def of_run_directory(cls, run: Path) -> RunFiles:
         """A run directory's files, as ``pflkit train`` writes them."""
-        privacy = run / "privacy.json"
+        privacy, personal = run / "privacy.json", run / "personal"
         return cls(run / "communication_log.csv", run / "communication_log.jsonl",
                    run / "checkpoint" / "model.safetensors", run / "submission.json",
-                   privacy if privacy.is_file() else None)  # fmt: skip
+                   privacy if privacy.is_file() else None,
+                   personal if personal.is_dir() else None)  # fmt: skip
 
     @classmethod
     def of_stored_submission(cls, directory: Path) -> RunFiles:
         """A submission's files as the evaluator stores them."""
-        privacy = directory / "privacy.json"
+        privacy, personal = directory / "privacy.json", directory / "personal"
         return cls(directory / "communication_log.csv", directory / "communication_log.jsonl",
                    directory / "model.safetensors", directory / "metadata.json",
-                   privacy if privacy.is_file() else None)  # fmt: skip
+                   privacy if privacy.is_file() else None,
+                   personal if personal.is_dir() else None)  # fmt: skip
+
+    def personal_files(self) -> dict[str, Path]:
+        """Track 3's personal models by file name (none for other tracks)."""
+        if self.personal is None:
+            return {}
+        return {path.name: path for path in sorted(self.personal.glob("*.safetensors"))}
 
 
 @dataclass(frozen=True)
@@ -195,26 +205,43 @@ def compare(submitted: RunFiles, rerun: RunFiles, *, base_model: Path, same_mach
                        f"{ours[index] if index < len(ours) else 'nothing'!r}",
                        {"file": "communication_log.csv", "row": index + 1}, figures)  # fmt: skip
     difference = _first_message_difference(submitted.details, rerun.details)
-    same_model = submitted.model.read_bytes() == rerun.model.read_bytes()
-    if difference is None and same_model:
-        return Verdict(EXACT, "the same log, message digests and checkpoint bytes", {}, figures)
-    distance = model_distance(submitted.model, rerun.model, base_model)
-    figures.update(distance, tolerance=tolerance)
-    if difference is None:
+    if difference is not None and same_machine:
+        return Verdict(NOT_REPRODUCED, _where_text(difference) + " differs on the recipe's own "
+                       "machine type, where training is deterministic", difference, figures)
+    if difference is None and submitted.model.read_bytes() != rerun.model.read_bytes():
+        figures.update(model_distance(submitted.model, rerun.model, base_model))
         return Verdict(NOT_REPRODUCED, "every message is the re-run's, but the checkpoint is not "
                        "the model they produce: it was changed after training",
                        {"file": "model.safetensors"}, figures)  # fmt: skip
-    if same_machine:
-        return Verdict(NOT_REPRODUCED, _where_text(difference) + " differs on the recipe's own "
-                       "machine type, where training is deterministic", difference, figures)
+    personal = _first_personal_difference(submitted, rerun)
+    if personal is not None and (same_machine or personal["file"] == "personal"):
+        return Verdict(NOT_REPRODUCED, f"{personal['file']}: {personal['why']}",
+                       {"file": personal["file"]}, figures)  # fmt: skip
+    if difference is None:
+        return Verdict(EXACT, "the same log, message digests, checkpoint and personal models",
+                       {}, figures)  # fmt: skip
+    distance = model_distance(submitted.model, rerun.model, base_model)
+    figures.update(distance, tolerance=tolerance)
     if distance["ratio"] <= tolerance:
-        return Verdict(WITHIN, f"another machine type or thread count: the checkpoints are "
-                       f"{distance['ratio']:.2e}"
-                       f" of the change from the base apart (tolerance {tolerance})",
-                       difference, figures)  # fmt: skip
+        return Verdict(WITHIN, "another machine type or thread count: the checkpoints are "
+                       f"{distance['ratio']:.2e} of the change from the base apart (tolerance "
+                       f"{tolerance})", difference, figures)  # fmt: skip
     return Verdict(NOT_REPRODUCED, f"{_where_text(difference)} differs and the checkpoints are "
                    f"{distance['ratio']:.3g} of the change from the base apart (tolerance "
                    f"{tolerance})", difference, figures)  # fmt: skip
+
+
+def _first_personal_difference(submitted: RunFiles, rerun: RunFiles) -> dict[str, str] | None:
+    """Where track 3's personal models first differ (the whole folder when the clients
+    differ), or None. Across machine types only the set of clients is compared."""
+    theirs, ours = submitted.personal_files(), rerun.personal_files()
+    if theirs.keys() != ours.keys():
+        return {"file": "personal", "why": f"the submission has {len(theirs)} personal models, "
+                f"the recipe trains {len(ours)} others"}  # fmt: skip
+    for name, path in theirs.items():
+        if path.read_bytes() != ours[name].read_bytes():
+            return {"file": f"personal/{name}", "why": "not the model the recipe trains"}
+    return None
 
 
 def _where_text(where: Mapping[str, Any]) -> str:

@@ -195,3 +195,37 @@ def test_pflkit_reproduce_prints_the_verdict_and_never_the_seed(runs, tiny_bench
     missing = CliRunner().invoke(main, ["reproduce", str(tiny_benchmark), "--data",
                                         str(tiny_benchmark)])  # fmt: skip
     assert missing.exit_code == 1 and "no recipe" in missing.output
+
+
+def _preset_args(preset: str) -> tuple[str, ...]:
+    from tests.baselines.test_cpu_pins import EXTRA
+
+    rounds = ("--rounds", "0") if preset == "local-only" else ()
+    return ("--preset", preset, *EXTRA.get(preset, ()), *rounds)
+
+
+def _every_preset() -> list:
+    from baselines.presets import all_presets
+
+    fast = ("fedavg-ft", "lora-nf4")
+    return [preset if preset in fast else pytest.param(preset, marks=pytest.mark.slow)
+            for preset in sorted(all_presets())]  # fmt: skip
+
+
+@pytest.mark.parametrize("preset", _every_preset())
+def test_every_preset_reproduces_exactly_on_its_machine(preset, tiny_benchmark, tmp_path) -> None:
+    run = _train(tiny_benchmark, tmp_path / preset, *_preset_args(preset))
+    result = reproduce_run_directory(run, tiny_benchmark)
+    assert result.verdict.outcome == EXACT, result.verdict
+
+
+def test_an_edited_personal_model_is_not_reproduced(tiny_benchmark, tmp_path) -> None:
+    run = _train(tiny_benchmark, tmp_path / "track3", *_preset_args("fedavg-ft"))
+    personal = sorted((run / "personal").glob("*.safetensors"))[0]
+    tensors = load_file(str(personal))
+    name = next(iter(tensors))
+    tensors[name] = tensors[name] + 0.01
+    save_file(tensors, str(personal), metadata={"format": "pt"})
+    verdict = reproduce_run_directory(run, tiny_benchmark).verdict
+    assert verdict.outcome == NOT_REPRODUCED
+    assert verdict.where == {"file": f"personal/{personal.name}"}
