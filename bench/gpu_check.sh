@@ -24,11 +24,14 @@ if [ -d .gpu/official-wheels ] && [ -d .gpu/official-code ]; then
     if [ -n "${GPU_OFFICIAL_PYTHON:-}" ]; then
         official_python="$GPU_OFFICIAL_PYTHON"
         site="$("$official_python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+        official=(--official-site "$site" --official-code .gpu/official-code --official-python "$official_python")
+    elif "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+            --target "$site" .gpu/official-wheels/*.whl 2>/dev/null; then
+        official=(--official-site "$site" --official-code .gpu/official-code --official-python "$official_python")
     else
-        "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-            --target "$site" .gpu/official-wheels/*.whl
+        echo "the official wheels do not install with $python (they are the GPU machine's" \
+             "Python 3.12 wheels; set GPU_OFFICIAL_PYTHON): the official side is skipped"
     fi
-    official=(--official-site "$site" --official-code .gpu/official-code --official-python "$official_python")
 fi
 mkdir -p "$out"
 set +e
