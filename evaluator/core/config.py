@@ -147,7 +147,7 @@ class Settings(BaseSettings):
     reproduction_cpu_seconds: int = Field(default=7200, ge=1)
     reproduction_memory_bytes: int = Field(default=16 * 1024 * MIB, ge=256 * MIB)
     reproduction_threads: int | None = Field(default=None, ge=1, le=1024)
-    reproduction_tolerance: float = Field(default=0.05, ge=0.0, le=1.0)
+    reproduction_tolerance: float = Field(default=0.1, ge=0.0, le=1.0)
     log_level: str = "INFO"
 
     @field_validator("organiser_token")

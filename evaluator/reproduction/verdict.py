@@ -41,8 +41,9 @@ DECLARED_FIELDS = ("method", "rounds", "clients_per_round", "local_epochs", "str
                    "server", "wire_format", "method_options", "communicated_parameters",
                    "total_bytes", "track")  # fmt: skip
 #: the largest ratio of model distance to the re-run's change from the base accepted across
-#: machine types, before a measurement for the run's preset and length says otherwise
-DEFAULT_TOLERANCE = 0.05
+#: machine types: above the 0.067 an honest ``fedavg`` run of the preset's length reaches on
+#: ``mini`` with two threads instead of one (docs/results/reproduction.md)
+DEFAULT_TOLERANCE = 0.1
 
 
 @dataclass(frozen=True)
