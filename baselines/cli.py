@@ -225,6 +225,8 @@ def train(
 
     recipe_config = None
     if recipe_file is not None:
+        if quantize is not None:
+            raise click.UsageError("--recipe trains the recipe as it is; drop --quantize")
         recipe_config, recipe_threads = _recipe_run(recipe_file, preset or method_alias, options)
         preset, method_alias = recipe_config.preset, None
         threads = recipe_threads if threads is None else threads

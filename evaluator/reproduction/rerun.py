@@ -93,7 +93,9 @@ def preflight(recipe: Recipe, data_dir: Path, base_dir: Path) -> tuple[Verdict |
         return Verdict(FAILED, "the recipe was trained on other data than the evaluator's copy "
                        "of the training files"), []  # fmt: skip
     notes = []
-    if machine_label() != recipe.machine_label:
+    if recipe.device != "cpu":
+        notes.append(f"trained on {recipe.device}, re-run on the CPU: compared within tolerance")
+    elif machine_label() != recipe.machine_label:
         notes.append("another machine type than the recipe's: compared within tolerance")
     return None, notes
 
@@ -211,7 +213,8 @@ def reproduce(submitted: RunFiles, recipe_file: Path, data_dir: Path, *,
             return Reproduction(Verdict(FAILED, f"the recipe did not run: {why}",
                                         {"error": last[-500:]}), training.seconds,
                                 training.bundle, notes)  # fmt: skip
-        same = machine_label() == recipe.machine_label and threads == recipe.threads
+        same = (machine_label() == recipe.machine_label and threads == recipe.threads
+                and recipe.device == "cpu")  # the re-run trains on the CPU
         options = {} if tolerance is None else {"tolerance": tolerance}
         verdict = compare(submitted, RunFiles.of_run_directory(training.run),
                           base_model=base_dir / "model.safetensors",
