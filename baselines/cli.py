@@ -282,7 +282,6 @@ def train(
         if engine == "in-process":
             device = _training_device(config.device)
         else:
-            _write_recipe(run_dir, config, data_dir=data_dir, base=base, device=config.device)
             _train_on_flower(
                 config,
                 run_dir,
@@ -410,6 +409,7 @@ def _train_on_flower(
     run_dir.write_config(
         {"config": config.to_dict(), "data": str(Path(data_dir).resolve()), "base": base}
     )
+    _write_recipe(run_dir, config, data_dir=data_dir, base=base, device=config.device)
     summary = run_on_flower(
         federation=federation,
         out=run_dir.path,
