@@ -90,6 +90,9 @@ NAMESPACES = (
 SYSTEM_DIRS = ("/usr", "/bin", "/lib", "/lib64", "/sbin")
 ETC_FILES = ("/etc/ld.so.cache", "/etc/nsswitch.conf", "/etc/localtime")
 RESERVED_TARGETS = ("/scratch", "/proc", "/dev", "/tmp", "/etc", *SYSTEM_DIRS)
+#: reserved directories a mount may sit inside (bound over the tmpfs, which is made first): a
+#: kit or a virtual environment under /tmp (a CI checkout) is mounted where it lives
+OVERLAID_TARGETS = ("/tmp",)
 BASE_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/scratch", "USER": "nobody", "LOGNAME": "nobody"}
 _MEMORY_MARKERS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory")
 _NPROC_MARKERS = ("BlockingIOError", "Resource temporarily unavailable", "can't start new thread")
@@ -180,7 +183,8 @@ def _check_target(target: str) -> str:
     if target == "/" or not path.is_absolute() or ".." in path.parts or str(path) != target:
         raise ValueError(f"mount target {target!r} must be a normalised absolute path, not /")
     for reserved in RESERVED_TARGETS:
-        if path == PurePosixPath(reserved) or PurePosixPath(reserved) in path.parents:
+        inside = PurePosixPath(reserved) in path.parents and reserved not in OVERLAID_TARGETS
+        if path == PurePosixPath(reserved) or inside:
             raise ValueError(f"mount target {target!r} lies on the sandbox's own {reserved}")
     return str(path)
 
@@ -203,7 +207,7 @@ def _system_args() -> list[str]:
 def _mount_args(mounts: Sequence[Mount]) -> list[str]:
     """Binds for the caller's mounts, parents first, with world-traversable parent dirs."""
     args: list[str] = []
-    made: set[PurePosixPath] = {PurePosixPath("/")}
+    made: set[PurePosixPath] = {PurePosixPath("/"), *map(PurePosixPath, OVERLAID_TARGETS)}
     bound: list[PurePosixPath] = []
     for mount in sorted(mounts, key=lambda m: len(PurePosixPath(_check_target(m.target)).parts)):
         target = PurePosixPath(mount.target)

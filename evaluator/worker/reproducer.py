@@ -20,6 +20,7 @@ from evaluator import crud
 from evaluator.core.config import Settings
 from evaluator.core.db import session_scope
 from evaluator.queue import TaskQueue
+from evaluator.reproduction.verdict import FAILED
 from evaluator.storage import SubmissionStore
 
 logger = logging.getLogger("evaluator.reproducer")
@@ -86,7 +87,12 @@ class Reproducer(threading.Thread):
         if submission_id is None:
             return None
         logger.info("re-running submission %s", submission_id)
-        verdict = reproduce_stored(self.settings, self.store, submission_id)
+        try:
+            verdict = reproduce_stored(self.settings, self.store, submission_id)
+        except Exception as error:  # recorded, so the row does not wait for the requeue
+            logger.exception("re-running %s raised", submission_id)
+            verdict = {"outcome": FAILED, "reason": "the evaluator could not re-run it "
+                       f"({type(error).__name__}); the organisers have the log", "report": {}}
         with session_scope(self.settings.db_url) as session:
             crud.record_reproduction(session, submission_id=submission_id, worker=self.worker,
                                      **verdict)  # fmt: skip

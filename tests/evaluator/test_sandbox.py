@@ -346,10 +346,29 @@ def test_a_failing_command_keeps_its_exit_code(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "target", ["relative", "/", "/scratch/x", "/proc", "/usr/lib/x", "/a/../b"]
+    "target", ["relative", "/", "/scratch/x", "/proc", "/tmp", "/usr/lib/x", "/a/../b"]
 )
 def test_mount_targets_that_would_shadow_the_sandbox_are_refused(
     tmp_path: Path, target: str
 ) -> None:
     with pytest.raises(ValueError):
         run_sandboxed(["true"], scratch=tmp_path, mounts=[Mount(tmp_path, target)])
+
+
+def test_a_mount_under_tmp_lies_over_the_sandboxs_own_tmp(tmp_path: Path) -> None:
+    """A checkout under /tmp (as a CI clone may be) is mounted where it lives; /tmp stays the
+    sandbox's own, writable one."""
+    kit = Path("/tmp") / f"sandbox-kit-{uuid.uuid4().hex}"
+    kit.mkdir(mode=0o755)
+    try:
+        (kit / "module.txt").write_text("kit")
+        (kit / "module.txt").chmod(0o644)
+        code = (f"print(open({str(kit / 'module.txt')!r}).read())\n"
+                "open('/tmp/own', 'w').write('x')\nprint(open('/tmp/own').read())")
+        result = run_py(code, tmp_path / "scratch", mounts=(Mount(kit, str(kit)),))
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.split() == ["kit", "x"]
+        assert not (kit / "own").exists() and not Path("/tmp/own").exists()
+    finally:
+        (kit / "module.txt").unlink()
+        kit.rmdir()
