@@ -9,9 +9,10 @@ evaluator's database and storage are not there at all), one writable scratch dir
 network, limits on CPU time, memory, disk and processes. The re-run's files are then compared
 with the submitted ones (:mod:`~evaluator.reproduction.verdict`).
 
-The kit copy is mounted where the kit lives (``benchmark.provenance.KIT_ROOT``), so that the
-installed kit's import paths lead to the copy; the evaluator's own packages
-(``evaluator``, ``leaderboard``) are not in it.
+Each package of the kit copy is mounted where the kit's package lives (under
+``benchmark.provenance.KIT_ROOT``, a checkout or site-packages), so that the installed kit's
+import paths lead to the copy; the evaluator's own packages (``evaluator``, ``leaderboard``) are
+not mounted.
 """
 
 from __future__ import annotations
@@ -156,14 +157,11 @@ def train_in_sandbox(train_args: list[str], *, files: dict[str, str], data_dir: 
 
 
 def _mounts(kit_copy: Path, data_dir: Path) -> list[Mount]:
-    """The runtime, the kit copy where the kit lives and the training files."""
+    """The runtime, each package of the kit copy where the kit's package lives (a checkout or
+    site-packages), and the training files."""
     runtime = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()}
     mounts = [Mount(path, str(path)) for path in sorted(runtime)]
-    mounts.append(Mount(kit_copy, str(KIT_ROOT)))
-    for path in sorted(runtime):  # a venv inside the kit's folder: over the copy again
-        if path.is_relative_to(KIT_ROOT):
-            (kit_copy / path.relative_to(KIT_ROOT)).mkdir(parents=True, exist_ok=True)
-            mounts.append(Mount(path, str(path)))
+    mounts += [Mount(kit_copy / package, str(KIT_ROOT / package)) for package in KIT_PACKAGES]
     mounts.append(Mount(data_dir / "participant", f"{DATA_INSIDE}/participant"))
     return mounts
 
