@@ -12,9 +12,7 @@ tensor of which message first differs (:mod:`evaluator.reproduction`).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
-import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 
@@ -47,7 +45,8 @@ class MessageRecord:
         official_logger_bytes: what the official starter kit's logger would have counted
             (tied embedding once per state-dict name, 4 bytes a value); for comparison only.
         tensor_sha256: per name of ``parameters``, the SHA-256 of that tensor's bytes in the
-            payload (:func:`tensor_digests`); empty in logs written before it existed.
+            payload (:attr:`~baselines.wire.EncodedMessage.tensor_sha256`); empty in logs
+            written before it existed.
     """
 
     federated_round: int
@@ -124,28 +123,6 @@ class CommunicationLog:
         return cls(MessageRecord.from_json(line) for line in text.splitlines() if line.strip())
 
 
-def tensor_digests(payload: bytes, names: tuple[str, ...]) -> tuple[str, ...]:
-    """Per canonical name, the SHA-256 of the bytes the payload holds for it.
-
-    The payload is a safetensors file; a name's bytes are its own entry's, or those of its
-    entries ``name.<part>`` in sorted order (NF4 stores ``name.codes`` and ``name.absmax``).
-    """
-    (header_size,) = struct.unpack("<Q", payload[:8])
-    header = json.loads(payload[8 : 8 + header_size])
-    start = 8 + header_size
-    entries: dict[str, list[str]] = {}
-    for key in sorted(k for k in header if k != "__metadata__"):
-        entries.setdefault(key if key in names else key.rsplit(".", 1)[0], []).append(key)
-    digests = []
-    for name in names:
-        digest = hashlib.sha256()
-        for key in entries.get(name, ()):
-            begin, end = header[key]["data_offsets"]
-            digest.update(payload[start + begin : start + end])
-        digests.append(digest.hexdigest())
-    return tuple(digests)
-
-
 def encode_message(codec: WireCodec, tensors: Mapping[str, torch.Tensor]) -> EncodedMessage:
     """Encode tensors with ``codec`` and note what the official logger would have counted.
 
@@ -208,7 +185,7 @@ class Channel:
                 sha256=message.sha256,
                 parameters=message.names,
                 official_logger_bytes=message.official_logger_bytes,
-                tensor_sha256=tensor_digests(message.payload, message.names),
+                tensor_sha256=message.tensor_sha256,
             )
         )
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import json
+import struct
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 import torch
 
@@ -29,10 +32,31 @@ class EncodedMessage:
     format: str
     official_logger_bytes: int = 0
 
-    @property
+    @cached_property
     def sha256(self) -> str:
-        """SHA-256 hex digest of the payload."""
+        """SHA-256 hex digest of the payload (computed once: a broadcast is logged once per
+        receiver)."""
         return hashlib.sha256(self.payload).hexdigest()
+
+    @cached_property
+    def tensor_sha256(self) -> tuple[str, ...]:
+        """Per name of :attr:`names`, the SHA-256 of the bytes the payload holds for it: its
+        own entry's, or those of its entries ``name.<part>`` in sorted order (NF4 stores
+        ``name.codes`` and ``name.absmax``)."""
+        (header_size,) = struct.unpack("<Q", self.payload[:8])
+        header = json.loads(self.payload[8 : 8 + header_size])
+        start = 8 + header_size
+        entries: dict[str, list[str]] = {}
+        for key in sorted(k for k in header if k != "__metadata__"):
+            entries.setdefault(key if key in self.names else key.rsplit(".", 1)[0], []).append(key)
+        digests = []
+        for name in self.names:
+            digest = hashlib.sha256()
+            for key in entries.get(name, ()):
+                begin, end = header[key]["data_offsets"]
+                digest.update(self.payload[start + begin : start + end])
+            digests.append(digest.hexdigest())
+        return tuple(digests)
 
     @property
     def serialized_bytes(self) -> int:

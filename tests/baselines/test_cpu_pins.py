@@ -59,6 +59,13 @@ EXTRA: dict[str, tuple[str, ...]] = {
 }
 
 
+def preset_options(preset: str) -> list[str]:
+    """What ``preset`` needs beyond the common options for one short round on `tiny`
+    (:data:`EXTRA`; ``local-only`` trains no federated round). Given after them, they win."""
+    rounds = ["--rounds", "0"] if preset == "local-only" else []
+    return [*EXTRA.get(preset, ()), *rounds]
+
+
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -84,10 +91,8 @@ def train_preset(preset: str, data: Path, base: Path, out: Path) -> dict[str, st
         "--base",
         str(base),
         *COMMON,
-        *EXTRA.get(preset, ()),
+        *preset_options(preset),
     ]
-    if preset == "local-only":
-        args[args.index("--rounds") + 1] = "0"
     result = CliRunner().invoke(train, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return run_digest(out)

@@ -23,7 +23,7 @@ from safetensors.torch import load_file
 
 from baselines.cli import train
 from baselines.presets import all_presets
-from tests.baselines.test_cpu_pins import COMMON, EXTRA
+from tests.baselines.test_cpu_pins import COMMON, preset_options
 
 #: one short round, one thread: the runs the CPU pins take
 SHORT = COMMON
@@ -244,18 +244,7 @@ FP32_APART = 0.05
 
 
 def _preset_run(preset: str, data: Path, base: Path, out: Path, *extra: str) -> Path:
-    args = list(EXTRA.get(preset, ()))
-    short = list(SHORT)
-    if preset == "local-only":
-        short[short.index("--rounds") + 1] = "0"
-    result = CliRunner().invoke(
-        train,
-        ["--preset", preset, "--data", str(data), "--out", str(out), "--base", str(base),
-         *short, *args, *extra],
-        catch_exceptions=False,
-    )  # fmt: skip
-    assert result.exit_code == 0, result.output
-    return out
+    return _run(preset, data, base, out, *preset_options(preset), *extra)
 
 
 def _losses_finite(run: Path) -> list[bool]:

@@ -198,10 +198,9 @@ def test_pflkit_reproduce_prints_the_verdict_and_never_the_seed(runs, tiny_bench
 
 
 def _preset_args(preset: str) -> tuple[str, ...]:
-    from tests.baselines.test_cpu_pins import EXTRA
+    from tests.baselines.test_cpu_pins import preset_options
 
-    rounds = ("--rounds", "0") if preset == "local-only" else ()
-    return ("--preset", preset, *EXTRA.get(preset, ()), *rounds)
+    return ("--preset", preset, *preset_options(preset))
 
 
 def _every_preset() -> list:
