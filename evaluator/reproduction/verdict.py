@@ -24,6 +24,7 @@ every tensor). The tolerance is derived from measurements (``docs/organisers/rep
 
 from __future__ import annotations
 
+import filecmp
 import json
 import math
 from collections.abc import Mapping
@@ -209,7 +210,7 @@ def compare(submitted: RunFiles, rerun: RunFiles, *, base_model: Path, same_mach
     if difference is not None and same_machine:
         return Verdict(NOT_REPRODUCED, _where_text(difference) + " differs on the recipe's own "
                        "machine type, where training is deterministic", difference, figures)
-    if difference is None and submitted.model.read_bytes() != rerun.model.read_bytes():
+    if difference is None and not _same_bytes(submitted.model, rerun.model):
         figures.update(model_distance(submitted.model, rerun.model, base_model))
         return Verdict(NOT_REPRODUCED, "every message is the re-run's, but the checkpoint is not "
                        "the model they produce: it was changed after training",
@@ -240,9 +241,14 @@ def _first_personal_difference(submitted: RunFiles, rerun: RunFiles) -> dict[str
         return {"file": "personal", "why": f"the submission has {len(theirs)} personal models, "
                 f"the recipe trains {len(ours)} others"}  # fmt: skip
     for name, path in theirs.items():
-        if path.read_bytes() != ours[name].read_bytes():
+        if not _same_bytes(path, ours[name]):
             return {"file": f"personal/{name}", "why": "not the model the recipe trains"}
     return None
+
+
+def _same_bytes(a: Path, b: Path) -> bool:
+    """Whether two files hold the same bytes, read in chunks (a real-size checkpoint is 1.3 GB)."""
+    return filecmp.cmp(a, b, shallow=False)
 
 
 def _where_text(where: Mapping[str, Any]) -> str:
