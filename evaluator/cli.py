@@ -226,32 +226,64 @@ def submit(
     elif not wait:
         click.echo(f"submission {result['id']} {result['status']}: {result['url']}")
     else:
-        click.echo(
-            f"submission {result['id']} {result['status']}"
-            + (f": {result['reason']}" if result.get("reason") else "")
-        )
-        if result["status"] == "finished":
-            click.echo(
-                f"  ANLS {result['anls']:.4f}  accuracy {result['accuracy']:.4f}  "
-                f"total bytes {result['total_bytes']:,}"
-            )
-            if result["results"].get("privacy_verified") is not None:
-                click.echo(
-                    f"  privacy claim epsilon={result['results']['epsilon']}: "
-                    + ("verified" if result["results"]["privacy_verified"] else "NOT verified")
-                )
-            personal = result["results"]
-            if personal.get("personal_anls") is not None:
-                click.echo(
-                    f"  personalised ANLS {personal['personal_anls']:.4f} "
-                    f"(std {personal['personal_anls_std']:.4f}, worst client "
-                    f"{personal['personal_worst_client']} at {personal['personal_worst_anls']:.4f}); "
-                    f"global model: personal {personal['global_personal_anls']:.4f}, "
-                    f"unseen providers {personal['global_unseen_anls']:.4f}"
-                )
+        _print_record(result)
     if wait and result["status"] != "finished":
         sys.exit(1)
 
+
+def _print_record(result: dict[str, Any]) -> None:
+    """A submission's public record for people: its status, scores, privacy verification,
+    personalisation and the organisers' re-run of its recipe."""
+    click.echo(
+        f"submission {result['id']} {result['status']}"
+        + (f": {result['reason']}" if result.get("reason") else "")
+    )
+    if result["status"] != "finished":
+        return
+    results = result["results"]
+    click.echo(
+        f"  ANLS {result['anls']:.4f}  accuracy {result['accuracy']:.4f}  "
+        f"total bytes {result['total_bytes']:,}"
+    )
+    if results.get("privacy_verified") is not None:
+        click.echo(
+            f"  privacy claim epsilon={results['epsilon']}: "
+            + ("verified" if results["privacy_verified"] else "NOT verified")
+        )
+    if results.get("personal_anls") is not None:
+        click.echo(
+            f"  personalised ANLS {results['personal_anls']:.4f} "
+            f"(std {results['personal_anls_std']:.4f}, worst client "
+            f"{results['personal_worst_client']} at {results['personal_worst_anls']:.4f}); "
+            f"global model: personal {results['global_personal_anls']:.4f}, "
+            f"unseen providers {results['global_unseen_anls']:.4f}"
+        )
+    if results.get("reproduction") is not None:
+        click.echo(
+            f"  the organisers' re-run of its recipe: {results['reproduction']}"
+            + (f" ({results['reproduction_reason']})" if results.get("reproduction_reason")
+               else "")  # fmt: skip
+        )
+
+
+@click.command()
+@click.argument("submission_id")
+@click.option("--server", required=True, envvar="PFLKIT_SERVER", help="evaluator URL")
+@click.option("--token", required=True, envvar="PFLKIT_TOKEN", help="your team's API token")
+@click.option("--json", "as_json", is_flag=True, help="print the server's answer as JSON")
+def status(submission_id: str, server: str, token: str, as_json: bool) -> None:
+    """Print your submission SUBMISSION_ID's status, scores and the organisers' re-run of its
+    recipe (when they re-run it) as the evaluator holds them now."""
+    from evaluator import client
+
+    try:
+        result = client.status(submission_id, server=server, token=token)
+    except client.SubmitError as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps(result))
+    else:
+        _print_record(result)
 
 def _claim(run_dir: Path) -> tuple[float | None, float | None, dict | None]:
     """(epsilon, delta, the accountant's report) of the run's ``privacy.json``, or (None,

@@ -109,6 +109,33 @@ def submit(run_dir: Path, *, server: str, token: str, timeout: float = 600.0) ->
     return response.json()
 
 
+def status(submission_id: str, *, server: str, token: str) -> dict[str, Any]:
+    """A submission's public record now (its status, scores, and the organisers' re-run).
+
+    Args:
+        submission_id: the id returned by :func:`submit`.
+        server: base URL of the evaluator.
+        token: the team's API token.
+
+    Returns:
+        The record, as ``GET /api/v1/submissions/{id}`` gives it.
+
+    Raises:
+        SubmitError: the server refused the request (an unknown id, another team's
+            submission, a wrong token) or could not be reached.
+    """
+    import httpx
+
+    url = f"{server.rstrip('/')}/api/v1/submissions/{submission_id}"
+    try:
+        response = httpx.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    except httpx.HTTPError as error:
+        raise SubmitError(f"cannot reach the evaluator at {server}: {error}") from None
+    if response.status_code != 200:
+        raise SubmitError(f"status request failed ({response.status_code}): {_detail(response)}")
+    return response.json()
+
+
 def wait(
     submission_id: str, *, server: str, token: str, timeout: float = 3600.0, interval: float = 1.0
 ) -> dict[str, Any]:

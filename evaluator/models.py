@@ -426,6 +426,15 @@ class ResultsPublic(BaseModel):
     )
     audit_report: dict[str, Any] | None = None
     scoring_seconds: float | None = None
+    reproduction: str | None = Field(
+        default=None,
+        description="the organisers' re-run of the recipe: null (not selected), queued, "
+        "reproducing, or the verdict (reproduced exactly, reproduced within tolerance, not "
+        "reproduced, failed)",
+    )
+    reproduction_reason: str | None = Field(
+        default=None, description="the verdict's sentence: where a re-run differed or why it failed"
+    )
 
 
 # The submission columns the API view is built from (``SubmissionPublic.from_values``).

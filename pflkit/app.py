@@ -24,15 +24,16 @@ def create_app(settings: Settings | None = None, *, migrate_database: bool = Tru
         The FastAPI application.
     """
     from evaluator.main import create_app as create_evaluator
+    from leaderboard.reproduction_selection import select_reproductions
     from leaderboard.web import router, warm_views
 
-    return create_evaluator(
-        settings, migrate_database=migrate_database, routers=(router,), services=(warm_views,)
-    )
+    return create_evaluator(settings, migrate_database=migrate_database, routers=(router,),
+                            services=(warm_views, select_reproductions))  # fmt: skip
 
 
 def create_api(settings: Settings | None = None, *, migrate_database: bool = True) -> FastAPI:
-    """The evaluator's API alone (``pflkit serve --no-leaderboard``).
+    """The evaluator's API alone (``pflkit serve --no-leaderboard``), with the leaderboard's
+    selection of the top-k re-runs (``leaderboard.reproduction_selection``) but not its pages.
 
     Args:
         settings: the configuration (read from the environment when omitted).
@@ -42,5 +43,7 @@ def create_api(settings: Settings | None = None, *, migrate_database: bool = Tru
         The FastAPI application.
     """
     from evaluator.main import create_app as create_evaluator
+    from leaderboard.reproduction_selection import select_reproductions
 
-    return create_evaluator(settings, migrate_database=migrate_database)
+    return create_evaluator(settings, migrate_database=migrate_database,
+                            services=(select_reproductions,))  # fmt: skip

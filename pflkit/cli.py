@@ -24,6 +24,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("evaluator.cli", "worker"),
     ("evaluator.cli", "team"),
     ("evaluator.cli", "submit"),
+    ("evaluator.cli", "status"),
     ("evaluator.cli", "audit"),
     ("evaluator.reproduction.cli", "reproduce"),
     ("evaluator.cli", "evaluator_group"),

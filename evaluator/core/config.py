@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, PositiveInt, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 ENV_PREFIX = "PFLKIT_EVALUATOR_"
@@ -83,9 +83,11 @@ class Settings(BaseSettings):
             (the same probes' plain gains) or ``secret`` (identity questions with the identity
             removed from the OCR). Fixed before the competition opens.
         reproduction: per track, which finished submissions the workers re-run from their
-            recipe (``off``: none, the default; ``all``: every one); a submission selected and
-            not reproduced is unranked (docs/organisers/reproduction.md). From the environment
-            as JSON: ``PFLKIT_EVALUATOR_REPRODUCTION='{"2": "all"}'``.
+            recipe (``off``: none, the default; ``all``: every one; a number k: the top k of
+            each of the track's rankings, one per budget, selected again whenever the ranking
+            changes, by the leaderboard of ``pflkit serve``); a submission selected and not
+            reproduced is unranked (docs/organisers/reproduction.md). From the environment as
+            JSON: ``PFLKIT_EVALUATOR_REPRODUCTION='{"1": 3, "2": "all"}'``.
         reproduction_cpu_seconds: the re-run sandbox's CPU-time limit (its wall clock is twice).
         reproduction_memory_bytes: the re-run sandbox's memory (address-space) limit: training
             reserves more address space than it touches (a tiny VT5 at batch size 16: 8.5 GB).
@@ -143,7 +145,7 @@ class Settings(BaseSettings):
     device: str = Field(default="auto", pattern=r"^(auto|cpu|cuda(:[0-9]{1,2})?)$")
     precision: Literal["fp32", "bf16"] = "fp32"
     audit_attack: Literal["secret", "question", "calibrated"] = "calibrated"
-    reproduction: dict[int, Literal["off", "all"]] = Field(default_factory=dict)
+    reproduction: dict[int, Literal["off", "all"] | PositiveInt] = Field(default_factory=dict)
     reproduction_cpu_seconds: int = Field(default=7200, ge=1)
     reproduction_memory_bytes: int = Field(default=16 * 1024 * MIB, ge=256 * MIB)
     reproduction_threads: int | None = Field(default=None, ge=1, le=1024)
@@ -175,6 +177,17 @@ class Settings(BaseSettings):
                 "an in-memory SQLite database would lose every submission; give a file, "
                 "e.g. sqlite:///evaluator.db"
             )
+        return value
+
+    @field_validator("reproduction")
+    @classmethod
+    def _known_tracks(cls, value: dict[int, str | int]) -> dict[int, str | int]:
+        from benchmark.tracks import TRACKS
+
+        unknown = sorted(set(value) - set(TRACKS))
+        if unknown:
+            raise ValueError(f"reproduction names tracks {unknown}; the benchmark has tracks "
+                             f"{sorted(TRACKS)}")  # fmt: skip
         return value
 
     @field_validator("queue_url")
