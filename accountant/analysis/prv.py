@@ -12,9 +12,11 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 
-from opacus.accountants import PRVAccountant as OpacusPRVAccountant
-
+from accountant.analysis.opacus_accounting import load
 from accountant.mechanism import SampledGaussian, check_delta, check_mechanism
+
+#: ``opacus.accountants.PRVAccountant``, without opacus's torch (:mod:`.opacus_accounting`).
+OpacusPRVAccountant = load("prv").PRVAccountant
 
 EPS_ERROR = 0.01
 

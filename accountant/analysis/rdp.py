@@ -29,9 +29,12 @@ import warnings
 from collections.abc import Sequence
 
 import numpy as np
-from opacus.accountants.analysis import rdp as opacus_rdp
 
+from accountant.analysis.opacus_accounting import load
 from accountant.mechanism import SampledGaussian, check_delta, check_epsilon, check_mechanism
+
+#: ``opacus.accountants.analysis.rdp``, without opacus's torch (:mod:`.opacus_accounting`).
+opacus_rdp = load("analysis.rdp")
 
 OPACUS_DEFAULT_ORDERS: tuple[float, ...] = tuple(
     [1 + x / 10.0 for x in range(1, 100)] + [float(a) for a in range(12, 64)]

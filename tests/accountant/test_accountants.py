@@ -64,6 +64,7 @@ def test_package_import_is_light():
     [
         "accountant",
         "accountant.analysis.rdp",
+        "accountant.analysis.opacus_accounting",
         "accountant.rdp",
         "accountant.calibration",
         "accountant.federated",
