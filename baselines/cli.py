@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from baselines.train_help import NO_NAMES
+
 if TYPE_CHECKING:
     from baselines.config import TrainConfig
 
 #: options whose value may differ when a run is resumed.
 RESUMABLE_CHANGES = frozenset({"rounds", "val_limit", "eval_batch_size", "device"})
-
-
-#: the value of a comma-separated option that names nothing (``--fully-trained none``)
-NO_NAMES = "none"
 
 
 def _csv(value: str | None) -> tuple[str, ...] | None:
@@ -32,49 +31,35 @@ def _csv(value: str | None) -> tuple[str, ...] | None:
     return items
 
 
+#: ``Context.meta`` key: this invocation only asks for the help (or a shell completion).
+_HELP_ONLY = "baselines.train.help_only"
+
+
 class TrainCommand(click.Command):
     """``pflkit train``: the preset, strategy and optimiser choices and every component's options
-    come from the registries, read only when the command's options are first needed (so
-    ``pflkit --help`` does not import torch)."""
+    come from the registries, through their light copy when only the help is asked for
+    (:mod:`baselines.train_help`), so ``pflkit train --help`` does not import torch."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Note whether the arguments ask only for the help, then parse them."""
+        ctx.meta[_HELP_ONLY] = ctx.resilient_parsing or any(
+            arg in ctx.help_option_names for arg in args
+        )
+        return super().parse_args(ctx, args)
 
     def get_params(self, ctx: click.Context) -> list[click.Parameter]:
-        """The static options plus the registries' (added once)."""
-        if not any(param.name == "preset" for param in self.params):
-            self.params[0:0] = _registry_options()
-        return super().get_params(ctx)
+        """The registries' options, then the static ones."""
+        return [*_registry_options(help_only=ctx.meta.get(_HELP_ONLY, False)),
+                *super().get_params(ctx)]  # fmt: skip
 
 
-def _registry_options() -> list[click.Parameter]:
-    """``--preset``/``--method``, ``--strategy``, ``--optimizer`` and one flag per component option."""
-    from baselines.config import all_option_specs
-    from baselines.optimizers import OPTIMIZERS
-    from baselines.presets import all_presets
-    from baselines.strategies import STRATEGIES
+@functools.cache
+def _registry_options(*, help_only: bool) -> tuple[click.Parameter, ...]:
+    """The registries' options: from their light copy for a help, from the registries to run."""
+    from baselines.train_help import describe_registries, read_copy, registry_options
 
-    presets = ", ".join(all_presets())
-    params: list[click.Parameter] = [
-        click.Option(
-            ["--preset", "preset"], metavar="NAME", help=f"Preset recipe: one of {presets}."
-        ),
-        click.Option(
-            ["--method", "method_alias"],
-            metavar="NAME",
-            help="Alias of --preset (the kit's first name for it).",
-        ),
-        click.Option(["--strategy"], help=f"Server strategy: one of {', '.join(STRATEGIES)}."),
-        click.Option(["--optimizer"], help=f"Local optimiser: one of {', '.join(OPTIMIZERS)}."),
-    ]
-    kinds = {"int": int, "float": float, "str": str, "csv": str}
-    for key, spec in all_option_specs().items():
-        if spec.kind == "switch":
-            params.append(
-                click.Option([spec.flag, key], is_flag=True, default=None, help=spec.help)
-            )
-        else:
-            kind = click.Choice(spec.choices) if spec.choices else kinds[spec.kind]
-            text = f"{spec.help} ({NO_NAMES}: no name)" if spec.kind == "csv" else spec.help
-            params.append(click.Option([spec.flag, key], type=kind, help=text))
-    return params
+    description = (read_copy() if help_only else None) or describe_registries()
+    return tuple(registry_options(description))
 
 
 @click.command("train", cls=TrainCommand)
