@@ -109,13 +109,15 @@ docs: setup
 
 # Speed figures, printed (not asserted): evaluation loop vs the starter kit's, scoring one
 # submission, the evaluator's status endpoint under concurrent load during uploads (also with
-# wrk when installed), and the leaderboard with 10,000 submissions.
+# wrk when installed), the leaderboard with 10,000 submissions, and pflkit's start (every
+# --help, `pflkit dp epsilon`; hyperfine when installed).
 bench: setup
 	$(BIN)/python -m bench.bench --data $(BENCH_DATA)
 	$(BIN)/python -m bench.scorebench --data $(BENCH_DATA) --model base --threads 1
 	$(BIN)/python -m bench.loadtest --requests 6000 --concurrency 100,200 --uploaders 2 \
 		--api-workers 2 --wrk 10
 	$(BIN)/python -m bench.loadbench --submissions 10000 --repeat 10 --no-browser
+	$(BIN)/python -m bench.startup --runs 10
 
 # The GPU check (bench/gpucheck.py, docs/participants/gpu.md): the CUDA tests, every preset's
 # short round on the GPU against the CPU, then the kit beside the official starter kit (training

@@ -1,0 +1,168 @@
+"""Wall time of ``pflkit``'s start, as whole processes (not a test).
+
+``python -m bench.startup [--runs 10] [--pflkit PATH] [--json OUT]`` runs, as a person would type
+them, ``pflkit --help``, the ``--help`` of every group and command (walked recursively from the
+click group), ``pflkit dp epsilon --noise-multiplier 1 --sample-rate 0.1 --steps 10`` and
+``pflkit train --help``, each ``--runs`` times after one untimed run, and prints the median and
+the maximum of each beside its goal (0.3 s for a ``--help``, 1 s for the epsilon); last, as a
+reference, a bare ``python`` that imports only the libraries the epsilon's cross-checks need.
+With ``hyperfine`` installed it times them with hyperfine instead.
+
+The untimed run writes Python's bytecode cache, as any installation has after its first use:
+``PYTHONDONTWRITEBYTECODE`` is dropped from the commands' environment, since with it set every
+run would compile the kit's modules again. Figures are printed, not asserted; on a shared
+machine note the load average it prints. Results: ``docs/results/startup.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import click
+
+#: the goal of every ``--help`` and of the epsilon command, in seconds.
+HELP_GOAL = 0.3
+EPSILON_GOAL = 1.0
+EPSILON_ARGS = ("dp", "epsilon", "--noise-multiplier", "1", "--sample-rate", "0.1", "--steps", "10")
+
+
+def command_paths(group: click.Group) -> list[tuple[str, ...]]:
+    """Every group and command below ``group`` (itself first), as argument paths, in help order.
+
+    Args:
+        group: the root click group.
+
+    Returns:
+        ``()`` for the root, then ``("data",)``, ``("data", "generate")``, ...
+    """
+    paths: list[tuple[str, ...]] = []
+
+    def walk(command: click.Command, path: tuple[str, ...]) -> None:
+        paths.append(path)
+        if isinstance(command, click.Group):
+            ctx = click.Context(command, info_name=path[-1] if path else "pflkit")
+            for name in command.list_commands(ctx):
+                sub = command.get_command(ctx, name)
+                if sub is not None and not sub.hidden:
+                    walk(sub, (*path, name))
+
+    walk(group, ())
+    return paths
+
+
+#: a reference beside the epsilon: the libraries its cross-checks import (opacus's PRV and
+#: dp-accounting's PLD both import scipy.signal, which imports scipy.stats), and nothing else.
+LIBRARIES = ("-c", "import numpy, scipy.special, scipy.signal, scipy.integrate, dp_accounting")
+
+
+def benchmark_commands() -> list[tuple[tuple[str, ...], float | None]]:
+    """(arguments of pflkit, goal in seconds) of every command the bench times."""
+    from pflkit.cli import main
+
+    commands: list[tuple[tuple[str, ...], float | None]] = [
+        ((*path, "--help"), HELP_GOAL) for path in command_paths(main)
+    ]
+    commands.append((EPSILON_ARGS, EPSILON_GOAL))
+    # `pflkit train --help` once more at the end, the command the issue names beside the epsilon.
+    commands.append((("train", "--help"), HELP_GOAL))
+    return commands
+
+
+def _environment() -> dict[str, str]:
+    """The commands' environment: this one, with the bytecode cache allowed."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def time_with_subprocess(argv: list[str], runs: int, env: dict[str, str]) -> list[float]:
+    """Seconds of ``runs`` runs of ``argv`` after one untimed run.
+
+    Raises:
+        RuntimeError: when the command fails.
+    """
+    times = []
+    for index in range(runs + 1):
+        started = time.perf_counter()
+        result = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        elapsed = time.perf_counter() - started
+        if result.returncode != 0:
+            raise RuntimeError(f"{' '.join(argv)} failed: {result.stderr.decode()[-2000:]}")
+        if index:
+            times.append(elapsed)
+    return times
+
+
+def time_with_hyperfine(argv: list[str], runs: int, env: dict[str, str]) -> list[float]:
+    """Seconds of ``runs`` runs of ``argv`` by hyperfine (one warm-up run, no shell: hyperfine
+    splits the command line as a shell would, without starting one)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        export = Path(tmp) / "hyperfine.json"
+        subprocess.run(
+            ["hyperfine", "--shell=none", "--warmup", "1", "--runs", str(runs),
+             "--style", "none", "--export-json", str(export), shlex.join(argv)],
+            env=env, check=True, stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        return list(json.loads(export.read_text())["results"][0]["times"])
+
+
+@click.command()
+@click.option("--runs", default=10, show_default=True, help="Timed runs per command.")
+@click.option(
+    "--pflkit",
+    "executable",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The pflkit command to time (default: the one beside this Python).",
+)
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Also write JSON here.")
+@click.option("--no-hyperfine", is_flag=True, help="Time with subprocess even if hyperfine exists.")
+def main(runs: int, executable: str | None, json_out: str | None, no_hyperfine: bool) -> None:
+    """Time pflkit's --help pages and dp epsilon as whole processes."""
+    executable = executable or str(Path(sys.executable).with_name("pflkit"))
+    use_hyperfine = shutil.which("hyperfine") is not None and not no_hyperfine
+    timer = time_with_hyperfine if use_hyperfine else time_with_subprocess
+    env = _environment()
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+         if line.startswith("model name")),
+        platform.processor(),
+    ) if Path("/proc/cpuinfo").exists() else platform.processor()  # fmt: skip
+    click.echo(
+        f"# {os.cpu_count()} cores, {cpu}, Python {platform.python_version()}, "
+        f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, "
+        f"{'hyperfine' if use_hyperfine else 'subprocess'}, {runs} runs per command"
+    )
+    click.echo(f"{'command':<72} {'goal':>6} {'median':>8} {'max':>8}")
+    rows = []
+    commands = [([executable, *args], "pflkit " + " ".join(args), goal)
+                for args, goal in benchmark_commands()]  # fmt: skip
+    commands.append(
+        ([sys.executable, *LIBRARIES], f"(reference) python {' '.join(LIBRARIES)}", None)
+    )
+    for argv, shown, goal in commands:
+        times = timer(argv, runs, env)
+        median, worst = statistics.median(times), max(times)
+        flag = "" if goal is None or median < goal else "  over the goal"
+        goal_text = "-" if goal is None else f"{goal:.1f}s"
+        click.echo(f"{shown:<72} {goal_text:>6} {median:>7.3f}s {worst:>7.3f}s{flag}")
+        rows.append(
+            {"command": shown, "goal_s": goal, "median_s": median, "max_s": worst, "times_s": times}
+        )
+    click.echo(f"# load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if json_out:
+        Path(json_out).write_text(json.dumps(rows, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
