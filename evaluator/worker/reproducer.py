@@ -19,6 +19,7 @@ from benchmark.submission_contract import stored_name
 from evaluator import crud
 from evaluator.core.config import Settings
 from evaluator.core.db import session_scope
+from evaluator.models import Submission
 from evaluator.queue import TaskQueue
 from evaluator.reproduction.verdict import FAILED
 from evaluator.storage import SubmissionStore
@@ -33,9 +34,9 @@ def selected(settings: Settings, track: int) -> bool:
     return settings.reproduction.get(track, "off") == "all"
 
 
-def reproduce_stored(settings: Settings, store: SubmissionStore, submission_id: str
+def reproduce_stored(settings: Settings, store: SubmissionStore, submission_id: str, track: int
                      ) -> dict[str, Any]:  # fmt: skip
-    """The re-run of one stored submission: outcome, reason and report."""
+    """The re-run of one stored submission of ``track``: outcome, reason and report."""
     from benchmark.model.loading import resolve_checkpoint
     from evaluator.reproduction.rerun import reproduce
     from evaluator.reproduction.sandbox import SandboxLimits, sandbox_unavailable
@@ -51,7 +52,7 @@ def reproduce_stored(settings: Settings, store: SubmissionStore, submission_id: 
                            memory_bytes=settings.reproduction_memory_bytes)  # fmt: skip
     result = reproduce(RunFiles.of_stored_submission(directory), directory / stored_name("recipe"),
                        settings.data_dir, limits=limits, threads=settings.reproduction_threads,
-                       tolerance=settings.reproduction_tolerance,
+                       tolerance=settings.tolerance_of(track),
                        base_dir=resolve_checkpoint(settings.reference_model))  # fmt: skip
     report = result.as_dict()
     return {"outcome": result.verdict.outcome, "reason": result.verdict.reason, "report": report}
@@ -84,11 +85,12 @@ class Reproducer(threading.Thread):
         """Claim and re-run one queued submission; its id, or None when none was queued."""
         with session_scope(self.settings.db_url) as session:
             submission_id = crud.claim_reproduction(session, worker=self.worker)
+            track = session.get(Submission, submission_id).track if submission_id else 0
         if submission_id is None:
             return None
         logger.info("re-running submission %s", submission_id)
         try:
-            verdict = reproduce_stored(self.settings, self.store, submission_id)
+            verdict = reproduce_stored(self.settings, self.store, submission_id, track)
         except Exception as error:  # recorded, so the row does not wait for the requeue
             logger.exception("re-running %s raised", submission_id)
             verdict = {"outcome": FAILED, "reason": "the evaluator could not re-run it "

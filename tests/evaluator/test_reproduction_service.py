@@ -131,3 +131,61 @@ def test_honest_runs_are_reproduced_and_the_dp_liar_is_unranked(
             assert "the organisers' re-run of its recipe: not reproduced (" in status.stdout
     finally:
         service.stop()
+
+
+def _every_preset_args(preset: str) -> tuple[str, ...]:
+    from tests.baselines.test_cpu_pins import preset_options
+
+    return ("--preset", preset, *preset_options(preset))
+
+
+def _bundled_run(root: Path, data: Path, base: Path) -> Path:
+    """A participant's own one-file method (FedProx copied as ``myprox``), trained in the
+    sandbox on the kit plus that file, from the evaluator's reference model."""
+    from evaluator.reproduction.rerun import BASE_INSIDE, train_in_sandbox
+    from tests.evaluator.test_reproduction import _own_method
+
+    path = "baselines/methods/myprox.py"
+    inputs = {f"{BASE_INSIDE}/{p.name}": p for p in base.iterdir() if p.is_file()}
+    training = train_in_sandbox(["--preset", "myprox", "--base", BASE_INSIDE, *TRAIN[:-1]],
+                                files={path: _own_method()}, data_dir=data, root=root,
+                                inputs=inputs)  # fmt: skip
+    assert training.result.returncode == 0, training.result.stderr[-3000:]
+    return training.run
+
+
+@pytest.mark.slow
+def test_every_preset_and_a_bundled_method_are_reproduced_exactly_through_the_service(
+    tmp_path: Path, tiny_reference: Path, tiny_benchmark: Path
+) -> None:
+    from baselines.presets import all_presets
+
+    runs = {preset: _train(tmp_path / preset, tiny_benchmark, tiny_reference,
+                           *_every_preset_args(preset))
+            for preset in sorted(all_presets())}  # fmt: skip
+    runs["myprox"] = _bundled_run(tmp_path / "participant", tiny_benchmark, tiny_reference)
+    database_url = f"sqlite:///{tmp_path / 'evaluator.db'}"
+    env = service_env(tmp_path, reference=tiny_reference, data=tiny_benchmark,
+                      database_url=database_url)  # fmt: skip
+    env["PFLKIT_EVALUATOR_REPRODUCTION"] = json.dumps({"1": "all", "2": "all", "3": "all"})
+    service = Service(tmp_path / "serve.log", env)
+    try:
+        service.wait_healthy()
+        ids = {}
+        for name, run in runs.items():
+            token = create_team(database_url, f"team-{name}")
+            result = pflkit("submit", str(run), "--server", service.url, "--token", token,
+                            "--wait", "--json", "--timeout", "600")  # fmt: skip
+            assert result.returncode == 0, name + result.stdout + result.stderr
+            scored = json.loads(result.stdout)
+            assert scored["status"] == "finished", (name, scored)
+            ids[scored["id"]] = scored["track"]
+        names = dict(zip(ids, runs, strict=True))
+        entries = _wait_for_verdicts(service.url, ids, timeout=3600)
+        verdicts = {names[i]: entries[i]["reproduction"] for i in ids}
+        assert verdicts == dict.fromkeys(runs, "reproduced exactly"), verdicts
+        for track in set(ids.values()):
+            board = _board(service.url, track)
+            assert not [e for e in board["unranked"] if "reproduc" in (e["reason"] or "")]
+    finally:
+        service.stop()
