@@ -72,3 +72,15 @@ def test_loading_imports_neither_opacus_nor_torch() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.stdout.split() == ["[]"], out.stderr
+
+
+def test_an_epsilon_computes_each_rdp_term_once() -> None:
+    from accountant.cross_check import estimate_epsilons
+
+    compute_rdp = load("analysis.rdp")._compute_rdp
+    compute_rdp.cache_clear()
+    estimate_epsilons(noise_multiplier=1.0, sample_rate=0.1, steps=10, delta=1e-5)
+    # opacus's PRV sizes its domain with the RDP of opacus's orders, twice: every fractional
+    # order's series was computed by the RDP accountant already.
+    info = compute_rdp.cache_info()
+    assert info.hits >= 2 * 99, info
