@@ -1,12 +1,14 @@
 """Wall time of ``pflkit``'s start, as whole processes (not a test).
 
-``python -m bench.startup [--runs 10] [--pflkit PATH] [--json OUT]`` runs, as a person would type
+``python -m bench.startup [--runs 10] [--before DIR] [--json OUT]`` runs, as a person would type
 them, ``pflkit --help``, the ``--help`` of every group and command (walked recursively from the
 click group), ``pflkit dp epsilon --noise-multiplier 1 --sample-rate 0.1 --steps 10`` and
 ``pflkit train --help``, each ``--runs`` times after one untimed run, and prints the median and
 the maximum of each beside its goal (0.3 s for a ``--help``, 1 s for the epsilon); last, as a
 reference, a bare ``python`` that imports only the libraries the epsilon's cross-checks need.
-With ``hyperfine`` installed it times them with hyperfine instead.
+With ``hyperfine`` installed it times them with hyperfine instead. With ``--before DIR`` (an
+export of an earlier commit) it runs each command from that tree and from this one alternately,
+so that on a shared machine both columns see the same load.
 
 The untimed run writes Python's bytecode cache, as any installation has after its first use:
 ``PYTHONDONTWRITEBYTECODE`` is dropped from the commands' environment, since with it set every
@@ -85,22 +87,52 @@ def _environment() -> dict[str, str]:
     return env
 
 
+def _run_once(argv: list[str], env: dict[str, str]) -> float:
+    """Seconds of one run of ``argv``.
+
+    Raises:
+        RuntimeError: when the command fails.
+    """
+    started = time.perf_counter()
+    result = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    elapsed = time.perf_counter() - started
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed: {result.stderr.decode()[-2000:]}")
+    return elapsed
+
+
 def time_with_subprocess(argv: list[str], runs: int, env: dict[str, str]) -> list[float]:
     """Seconds of ``runs`` runs of ``argv`` after one untimed run.
 
     Raises:
         RuntimeError: when the command fails.
     """
-    times = []
+    return [_run_once(argv, env) for _ in range(runs + 1)][1:]
+
+
+def time_side_by_side(
+    argv: list[str], runs: int, env: dict[str, str], before_env: dict[str, str]
+) -> tuple[list[float] | None, list[float]]:
+    """Seconds of ``runs`` runs of ``argv`` with ``before_env`` and with ``env``, alternately
+    (so both see the same load), after one untimed run of each; None for a command the
+    ``before_env`` side does not have.
+
+    Raises:
+        RuntimeError: when the command fails with ``env``.
+    """
+    before: list[float] | None = []
+    after: list[float] = []
     for index in range(runs + 1):
-        started = time.perf_counter()
-        result = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        elapsed = time.perf_counter() - started
-        if result.returncode != 0:
-            raise RuntimeError(f"{' '.join(argv)} failed: {result.stderr.decode()[-2000:]}")
-        if index:
-            times.append(elapsed)
-    return times
+        if before is not None:
+            try:
+                elapsed = _run_once(argv, before_env)
+            except RuntimeError:
+                before = None
+            else:
+                before += [elapsed] if index else []
+        elapsed = _run_once(argv, env)
+        after += [elapsed] if index else []
+    return before, after
 
 
 def time_with_hyperfine(argv: list[str], runs: int, env: dict[str, str]) -> list[float]:
@@ -116,6 +148,25 @@ def time_with_hyperfine(argv: list[str], runs: int, env: dict[str, str]) -> list
         return list(json.loads(export.read_text())["results"][0]["times"])
 
 
+def _figures(times: list[float] | None) -> str:
+    """``median max`` of some seconds, or dashes."""
+    if times is None:
+        return f"{'-':>8} {'-':>8}"
+    return f"{statistics.median(times):>7.3f}s {max(times):>7.3f}s"
+
+
+def _cpu_model() -> str:
+    """The processor's model name."""
+    cpuinfo = Path("/proc/cpuinfo")
+    lines = cpuinfo.read_text().splitlines() if cpuinfo.exists() else []
+    names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
+    return names[0] if names else platform.processor()
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 @click.command()
 @click.option("--runs", default=10, show_default=True, help="Timed runs per command.")
 @click.option(
@@ -125,41 +176,60 @@ def time_with_hyperfine(argv: list[str], runs: int, env: dict[str, str]) -> list
     default=None,
     help="The pflkit command to time (default: the one beside this Python).",
 )
+@click.option(
+    "--before",
+    "before_dir",
+    type=click.Path(file_okay=False, exists=True),
+    default=None,
+    help="A checkout of an earlier commit (git archive COMMIT | tar -x -C DIR): each command is "
+    "also run with DIR first on PYTHONPATH, alternately with this one.",
+)
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Also write JSON here.")
 @click.option("--no-hyperfine", is_flag=True, help="Time with subprocess even if hyperfine exists.")
-def main(runs: int, executable: str | None, json_out: str | None, no_hyperfine: bool) -> None:
+def main(
+    runs: int,
+    executable: str | None,
+    before_dir: str | None,
+    json_out: str | None,
+    no_hyperfine: bool,
+) -> None:
     """Time pflkit's --help pages and dp epsilon as whole processes."""
     executable = executable or str(Path(sys.executable).with_name("pflkit"))
-    use_hyperfine = shutil.which("hyperfine") is not None and not no_hyperfine
+    use_hyperfine = shutil.which("hyperfine") is not None and not no_hyperfine and not before_dir
     timer = time_with_hyperfine if use_hyperfine else time_with_subprocess
     env = _environment()
-    cpu = next(
-        (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-         if line.startswith("model name")),
-        platform.processor(),
-    ) if Path("/proc/cpuinfo").exists() else platform.processor()  # fmt: skip
+    before_env = None
+    if before_dir:
+        before_env = {**env, "PYTHONPATH": os.pathsep.join(
+            [str(Path(before_dir).resolve()), *filter(None, [env.get("PYTHONPATH")])]
+        )}  # fmt: skip
     click.echo(
-        f"# {os.cpu_count()} cores, {cpu}, Python {platform.python_version()}, "
-        f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, "
-        f"{'hyperfine' if use_hyperfine else 'subprocess'}, {runs} runs per command"
+        f"# {os.cpu_count()} cores, {_cpu_model()}, Python {platform.python_version()}, "
+        f"load average {_load()}, {'hyperfine' if use_hyperfine else 'subprocess'}, "
+        f"{runs} runs per command" + (f", before: {before_dir}" if before_dir else "")
     )
-    click.echo(f"{'command':<72} {'goal':>6} {'median':>8} {'max':>8}")
-    rows = []
+    header = f"{'before median':>13} {'max':>8} " if before_env else ""
+    click.echo(f"{'command':<72} {'goal':>6} {header}{'median':>8} {'max':>8}")
     commands = [([executable, *args], "pflkit " + " ".join(args), goal)
                 for args, goal in benchmark_commands()]  # fmt: skip
     commands.append(
         ([sys.executable, *LIBRARIES], f"(reference) python {' '.join(LIBRARIES)}", None)
     )
+    rows = []
     for argv, shown, goal in commands:
-        times = timer(argv, runs, env)
-        median, worst = statistics.median(times), max(times)
+        before = None
+        if before_env is not None:
+            before, times = time_side_by_side(argv, runs, env, before_env)
+        else:
+            times = timer(argv, runs, env)
+        median = statistics.median(times)
         flag = "" if goal is None or median < goal else "  over the goal"
         goal_text = "-" if goal is None else f"{goal:.1f}s"
-        click.echo(f"{shown:<72} {goal_text:>6} {median:>7.3f}s {worst:>7.3f}s{flag}")
-        rows.append(
-            {"command": shown, "goal_s": goal, "median_s": median, "max_s": worst, "times_s": times}
-        )
-    click.echo(f"# load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        before_text = f"{_figures(before):>22} " if before_env is not None else ""
+        click.echo(f"{shown:<72} {goal_text:>6} {before_text}{_figures(times)}{flag}")
+        rows.append({"command": shown, "goal_s": goal, "median_s": median, "max_s": max(times),
+                     "times_s": times, "before_times_s": before})  # fmt: skip
+    click.echo(f"# load average after: {_load()}")
     if json_out:
         Path(json_out).write_text(json.dumps(rows, indent=2) + "\n")
 
