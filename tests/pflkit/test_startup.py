@@ -142,3 +142,15 @@ def test_a_command_imports_its_own_command_module_only() -> None:
     loaded = set(report["modules"])
     assert {"accountant", "pflkit"} <= loaded
     assert not loaded & {"evaluator", "leaderboard", "baselines", "benchmark"}, loaded
+
+
+def test_every_command_is_listed_under_its_own_name() -> None:
+    import click
+
+    from pflkit.cli import COMMANDS, main
+
+    ctx = click.Context(main, info_name="pflkit")
+    assert main.list_commands(ctx) == sorted(COMMANDS)
+    for name in COMMANDS:
+        command = main.get_command(ctx, name)
+        assert command is not None and command.name == name, name
