@@ -4,7 +4,8 @@
 them, ``pflkit --help``, the ``--help`` of every group and command (walked recursively from the
 click group), ``pflkit dp epsilon --noise-multiplier 1 --sample-rate 0.1 --steps 10`` and
 ``pflkit train --help``, each ``--runs`` times after one untimed run, and prints the median and
-the maximum of each beside its goal (0.3 s for a ``--help``, 1 s for the epsilon); last, as a
+the maximum of each beside its goal (0.3 s for a ``--help``, 1 s for the epsilon), with the
+median CPU time (user + system, which a shared machine's load changes less); last, as a
 reference, a bare ``python`` that imports only the libraries the epsilon's cross-checks need.
 With ``hyperfine`` installed it times them with hyperfine instead. With ``--before DIR`` (an
 export of an earlier commit) it runs each command from that tree and from this one alternately,
@@ -21,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import resource
 import shlex
 import shutil
 import statistics
@@ -87,32 +89,43 @@ def _environment() -> dict[str, str]:
     return env
 
 
-def _run_once(argv: list[str], env: dict[str, str]) -> float:
-    """Seconds of one run of ``argv``.
+#: seconds of the timed runs of one command: wall times and CPU times (user + system).
+Timing = tuple[list[float], list[float]]
+
+
+def _run_once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds of one run of ``argv``.
 
     Raises:
         RuntimeError: when the command fails.
     """
+    cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     result = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     elapsed = time.perf_counter() - started
+    cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if result.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} failed: {result.stderr.decode()[-2000:]}")
-    return elapsed
+    cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
+    return elapsed, cpu
 
 
-def time_with_subprocess(argv: list[str], runs: int, env: dict[str, str]) -> list[float]:
+def _timing(runs: list[tuple[float, float]]) -> Timing:
+    return [wall for wall, _ in runs], [cpu for _, cpu in runs]
+
+
+def time_with_subprocess(argv: list[str], runs: int, env: dict[str, str]) -> Timing:
     """Seconds of ``runs`` runs of ``argv`` after one untimed run.
 
     Raises:
         RuntimeError: when the command fails.
     """
-    return [_run_once(argv, env) for _ in range(runs + 1)][1:]
+    return _timing([_run_once(argv, env) for _ in range(runs + 1)][1:])
 
 
 def time_side_by_side(
     argv: list[str], runs: int, env: dict[str, str], before_env: dict[str, str]
-) -> tuple[list[float] | None, list[float]]:
+) -> tuple[Timing | None, Timing]:
     """Seconds of ``runs`` runs of ``argv`` with ``before_env`` and with ``env``, alternately
     (so both see the same load), after one untimed run of each; None for a command the
     ``before_env`` side does not have.
@@ -120,24 +133,25 @@ def time_side_by_side(
     Raises:
         RuntimeError: when the command fails with ``env``.
     """
-    before: list[float] | None = []
-    after: list[float] = []
+    before: list[tuple[float, float]] | None = []
+    after: list[tuple[float, float]] = []
     for index in range(runs + 1):
         if before is not None:
             try:
-                elapsed = _run_once(argv, before_env)
+                measured = _run_once(argv, before_env)
             except RuntimeError:
                 before = None
             else:
-                before += [elapsed] if index else []
-        elapsed = _run_once(argv, env)
-        after += [elapsed] if index else []
-    return before, after
+                before += [measured] if index else []
+        measured = _run_once(argv, env)
+        after += [measured] if index else []
+    return (None if before is None else _timing(before)), _timing(after)
 
 
-def time_with_hyperfine(argv: list[str], runs: int, env: dict[str, str]) -> list[float]:
+def time_with_hyperfine(argv: list[str], runs: int, env: dict[str, str]) -> Timing:
     """Seconds of ``runs`` runs of ``argv`` by hyperfine (one warm-up run, no shell: hyperfine
-    splits the command line as a shell would, without starting one)."""
+    splits the command line as a shell would, without starting one); hyperfine reports the
+    mean CPU time only, given for every run."""
     with tempfile.TemporaryDirectory() as tmp:
         export = Path(tmp) / "hyperfine.json"
         subprocess.run(
@@ -145,14 +159,16 @@ def time_with_hyperfine(argv: list[str], runs: int, env: dict[str, str]) -> list
              "--style", "none", "--export-json", str(export), shlex.join(argv)],
             env=env, check=True, stdout=subprocess.DEVNULL,
         )  # fmt: skip
-        return list(json.loads(export.read_text())["results"][0]["times"])
+        result = json.loads(export.read_text())["results"][0]
+        return list(result["times"]), [result["user"] + result["system"]] * len(result["times"])
 
 
-def _figures(times: list[float] | None) -> str:
-    """``median max`` of some seconds, or dashes."""
-    if times is None:
-        return f"{'-':>8} {'-':>8}"
-    return f"{statistics.median(times):>7.3f}s {max(times):>7.3f}s"
+def _figures(timing: Timing | None) -> str:
+    """``median max cpu`` of a command's timed runs (the CPU time's median), or dashes."""
+    if timing is None:
+        return f"{'-':>8} {'-':>8} {'-':>7}"
+    walls, cpus = timing
+    return f"{statistics.median(walls):>7.3f}s {max(walls):>7.3f}s {statistics.median(cpus):>6.3f}s"
 
 
 def _cpu_model() -> str:
@@ -208,8 +224,9 @@ def main(
         f"load average {_load()}, {'hyperfine' if use_hyperfine else 'subprocess'}, "
         f"{runs} runs per command" + (f", before: {before_dir}" if before_dir else "")
     )
-    header = f"{'before median':>13} {'max':>8} " if before_env else ""
-    click.echo(f"{'command':<72} {'goal':>6} {header}{'median':>8} {'max':>8}")
+    columns = f"{'median':>8} {'max':>8} {'cpu':>7}"
+    header = f"{'before: ' + columns:>33}   " if before_env else ""
+    click.echo(f"{'command':<72} {'goal':>6} {header}{columns}")
     commands = [([executable, *args], "pflkit " + " ".join(args), goal)
                 for args, goal in benchmark_commands()]  # fmt: skip
     commands.append(
@@ -219,16 +236,19 @@ def main(
     for argv, shown, goal in commands:
         before = None
         if before_env is not None:
-            before, times = time_side_by_side(argv, runs, env, before_env)
+            before, timing = time_side_by_side(argv, runs, env, before_env)
         else:
-            times = timer(argv, runs, env)
-        median = statistics.median(times)
+            timing = timer(argv, runs, env)
+        walls, cpus = timing
+        median = statistics.median(walls)
         flag = "" if goal is None or median < goal else "  over the goal"
         goal_text = "-" if goal is None else f"{goal:.1f}s"
-        before_text = f"{_figures(before):>22} " if before_env is not None else ""
-        click.echo(f"{shown:<72} {goal_text:>6} {before_text}{_figures(times)}{flag}")
-        rows.append({"command": shown, "goal_s": goal, "median_s": median, "max_s": max(times),
-                     "times_s": times, "before_times_s": before})  # fmt: skip
+        before_text = f"{_figures(before)}   " if before_env is not None else ""
+        click.echo(f"{shown:<72} {goal_text:>6} {before_text}{_figures(timing)}{flag}")
+        rows.append({"command": shown, "goal_s": goal, "median_s": median, "max_s": max(walls),
+                     "times_s": walls, "cpu_s": cpus,
+                     "before_times_s": None if before is None else before[0],
+                     "before_cpu_s": None if before is None else before[1]})  # fmt: skip
     click.echo(f"# load average after: {_load()}")
     if json_out:
         Path(json_out).write_text(json.dumps(rows, indent=2) + "\n")
