@@ -31,7 +31,7 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
-from baselines.engine.communication import CommunicationLog
+from baselines.core.communication_log import CommunicationLog
 from benchmark.submission_contract import (
     CHECKPOINT_DIR,
     COMMUNICATION_DETAILS,

@@ -13,7 +13,7 @@ from typing import Any
 from torch import nn
 
 from baselines.config import TrainConfig
-from baselines.engine.communication import CommunicationLog
+from baselines.core.communication_log import CommunicationLog
 from baselines.methods import Method
 from baselines.run_directory import RunDirectory, atomic_write_json, replace_directory
 from baselines.strategies.fedavgm import FedAvgM

@@ -84,8 +84,8 @@ def main() -> None:
 
     import torch
 
+    from baselines.core.parameters import get_values
     from baselines.engine.client import FederatedClient
-    from baselines.engine.parameters import get_values
     from baselines.engine.vt5_task import build_vt5_task
     from baselines.presets import preset_config
     from baselines.privacy.plan import make_plan

@@ -66,9 +66,9 @@ def measure(
     """Time one client's round of ``preset`` at ``setting``; the figures as a dict."""
     import torch
 
+    from baselines.core.parameters import get_values
     from baselines.engine.client import FederatedClient
     from baselines.engine.communication import encode_message
-    from baselines.engine.parameters import get_values
     from baselines.engine.vt5_task import build_vt5_task
     from baselines.presets import DP_COMPETITION_PRESETS, DP_PRESETS, preset_config
 

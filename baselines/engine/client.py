@@ -21,19 +21,19 @@ import torch
 from torch import nn
 
 from baselines.config import TrainConfig
-from baselines.engine.client_job import ClientJob
+from baselines.core.client_job import ClientJob
+from baselines.core.parameters import (
+    CommunicatedParameters,
+    get_values,
+    select_communicated,
+    set_values,
+)
 from baselines.engine.communication import encode_message
 from baselines.engine.local_training import (
     LocalTrainer,
     chain_step_hooks,
     clip_grad_norm,
     clip_grad_value,
-)
-from baselines.engine.parameters import (
-    CommunicatedParameters,
-    get_values,
-    select_communicated,
-    set_values,
 )
 from baselines.engine.placement import place_model
 from baselines.methods import Method
@@ -42,7 +42,7 @@ from baselines.wire import EncodedMessage, WireCodec
 if TYPE_CHECKING:
     from datasets import Dataset
 
-    from baselines.engine.task import FederatedTask
+    from baselines.core.task import FederatedTask
 
 
 def client_seed(seed: int, federated_round: int, client: int) -> int:

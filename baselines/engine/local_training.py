@@ -7,6 +7,7 @@ Three hooks make it extensible without editing it: an optimiser factory (AdamW b
 the optimiser step (gradient clipping of any kind: :func:`clip_grad_norm`, the element-wise
 :func:`clip_grad_value`, or both with :func:`chain_step_hooks`). A caller that keeps a client's
 optimiser state across rounds passes it to :meth:`LocalTrainer.train` (``optimizer_state``).
+:class:`LocalTrainer` is the :class:`~baselines.core.training.Trainer` a client's job calls.
 
 The loop runs on the device the model's parameters are on (:mod:`baselines.engine.placement` puts them
 there): each batch is moved to it, and the forward pass and loss run under autocast at the
@@ -21,12 +22,12 @@ import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
+from baselines.core.training import Collate, LossHook, TrainStats
 from baselines.optimizers.adamw import AdamW, AdamWOptions
 from baselines.optimizers.state import import_state, save_into
 from benchmark.model.device import autocast, check_precision
@@ -34,11 +35,8 @@ from benchmark.model.device import autocast, check_precision
 if TYPE_CHECKING:
     from datasets import Dataset
 
-Collate = Callable[[Sequence[dict[str, Any]]], dict[str, torch.Tensor]]
 #: parameters -> a fresh optimiser.
 OptimizerFactory = Callable[[Sequence[nn.Parameter]], torch.optim.Optimizer]
-#: (batch, model outputs) -> the scalar loss to backpropagate.
-LossHook = Callable[[dict[str, torch.Tensor], Any], torch.Tensor]
 #: called with the trainable parameters after ``backward``, before the optimiser step.
 StepHook = Callable[[Sequence[nn.Parameter]], None]
 
@@ -108,27 +106,6 @@ def chain_step_hooks(*hooks: StepHook | None) -> StepHook | None:
             hook(parameters)
 
     return chained
-
-
-@dataclass
-class TrainStats:
-    """What one call of local training did.
-
-    Attributes:
-        steps: optimiser steps.
-        examples: examples seen (epochs x dataset size).
-        loss: mean training loss over all steps.
-        seconds: wall time.
-    """
-
-    steps: int
-    examples: int
-    loss: float
-    seconds: float
-
-    def as_dict(self) -> dict[str, float]:
-        """Plain dictionary for logs."""
-        return {key: float(value) for key, value in asdict(self).items()}
 
 
 class LocalTrainer:

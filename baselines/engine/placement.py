@@ -3,7 +3,7 @@
 The in-process engine and each Flower node call :func:`place_model` on the model they prepare
 (each node resolves ``auto`` on its own machine). The local trainer then runs on the device the
 parameters are on (:mod:`baselines.engine.local_training`). What crosses the wire never changes with
-the device: :func:`baselines.engine.parameters.get_values` copies the communicated values to the CPU in
+the device: :func:`baselines.core.parameters.get_values` copies the communicated values to the CPU in
 fp32, a method's per-client state is kept on the CPU, and the checkpoint is exported from a CPU
 copy. A CPU run is the same computation as before devices existed (``tests/baselines/
 test_cpu_pins.py``).

@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from baselines.engine.client_job import ClientUpdate
-from baselines.engine.communication import SERVER, Channel, CommunicationLog
+from baselines.core.client_update import ClientUpdate
+from baselines.core.communication_log import CommunicationLog
+from baselines.engine.communication import SERVER, Channel
 from baselines.strategies import Strategy
 from baselines.wire import EncodedMessage
 

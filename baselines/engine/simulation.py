@@ -33,13 +33,14 @@ import torch
 from torch import nn
 
 from baselines.config import TrainConfig
+from baselines.core.client_update import ClientUpdate
+from baselines.core.communication_log import CommunicationLog
+from baselines.core.parameters import get_values, select_communicated, set_values
+from baselines.core.task import FederatedTask
 from baselines.engine.client import ClientReply, FederatedClient, build_trainer, client_seed
-from baselines.engine.client_job import ClientUpdate
-from baselines.engine.communication import SERVER, Channel, CommunicationLog
-from baselines.engine.parameters import get_values, select_communicated, set_values
+from baselines.engine.communication import SERVER, Channel
 from baselines.engine.placement import place_model
 from baselines.engine.server import FederatedServer
-from baselines.engine.task import FederatedTask
 from baselines.methods import Method
 from baselines.run_directory import RunDirectory, RunState
 from baselines.submission import write_submission

@@ -1,6 +1,6 @@
 """The federated task of the kit: VT5 on a PFL-DocVQA data directory.
 
-Builds a :class:`~baselines.engine.task.FederatedTask` from a data directory (real release or generated
+Builds a :class:`~baselines.core.task.FederatedTask` from a data directory (real release or generated
 benchmark) and a base checkpoint: one tokenised dataset per client, the validation questions
 (optionally the first N, for speed), a collate function with labels, evaluation through
 ``benchmark.evaluation`` and export through ``benchmark.model.save_checkpoint``. Everything is
@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from baselines.engine.task import FederatedTask
+from baselines.core.task import FederatedTask
 
 
 def build_vt5_task(

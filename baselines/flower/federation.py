@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from baselines.engine.task import FederatedTask
+    from baselines.core.task import FederatedTask
 
 
 @dataclass(frozen=True)

@@ -50,9 +50,9 @@ from flwr.app import ConfigRecord, Context, Message, RecordDict
 from flwr.serverapp import Grid, ServerApp
 
 from baselines.config import TrainConfig
+from baselines.core.task import FederatedTask
 from baselines.engine.client import ClientReply
 from baselines.engine.simulation import FederatedSimulation
-from baselines.engine.task import FederatedTask
 from baselines.flower.federation import ClientSummary, with_summaries
 from baselines.flower.records import (
     broadcast_content,

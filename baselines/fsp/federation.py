@@ -29,12 +29,12 @@ from typing import Any
 import numpy as np
 
 from baselines.config import TrainConfig
-from baselines.engine.client_job import ClientUpdate
-from baselines.engine.communication import CommunicationLog
-from baselines.engine.parameters import get_values, set_values
+from baselines.core.client_update import ClientUpdate
+from baselines.core.communication_log import CommunicationLog
+from baselines.core.parameters import get_values, set_values
+from baselines.core.task import FederatedTask
 from baselines.engine.server import FederatedServer
 from baselines.engine.simulation import FederatedSimulation, RunSummary
-from baselines.engine.task import FederatedTask
 from baselines.fsp.task import build_pretraining_task
 from baselines.fsp.vocabulary import without_denoising_rows
 from baselines.run_directory import RunDirectory

@@ -1,6 +1,6 @@
 """The pre-training phase's federated task: each client's pages under the denoising objectives.
 
-The same engine as fine-tuning trains it (:class:`~baselines.engine.task.FederatedTask`): the model is
+The same engine as fine-tuning trains it (:class:`~baselines.core.task.FederatedTask`): the model is
 the base with the added token rows (:mod:`baselines.fsp.vocabulary`), each client's data is its
 distinct pages (:mod:`baselines.fsp.pages`), and the collate function draws, for every page of a
 batch, one of the run's objectives and its masks (:mod:`baselines.fsp.objectives`). The draws come
@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from baselines.engine.task import FederatedTask
+from baselines.core.task import FederatedTask
 from baselines.engine.vt5_task import PageImages
 from baselines.fsp.encoding import DenoisingEncoder
 from baselines.fsp.objectives import OBJECTIVES

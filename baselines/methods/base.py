@@ -1,7 +1,7 @@
 """The method interface: what a client trains and what it sends.
 
 A method prepares the model once (which parameters are trainable, hence communicated; adapters
-such as LoRA), computes a client's update from a :class:`~baselines.engine.client_job.ClientJob`, and turns
+such as LoRA), computes a client's update from a :class:`~baselines.core.client_job.ClientJob`, and turns
 the trained model back into the base architecture for the submission. Methods and strategies are
 separate axes: any method runs under any strategy, and wrappers (a DP update rule, for instance)
 can hold an inner method and override only :meth:`Method.compute_update`.
@@ -26,10 +26,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import torch
 from torch import nn
 
-from baselines.engine.client_job import ClientJob, ClientUpdate, local_training_update
+from baselines.core.client_job import ClientJob, local_training_update
+from baselines.core.client_update import ClientUpdate
 
 if TYPE_CHECKING:
-    from baselines.engine.task import FederatedTask
+    from baselines.core.task import FederatedTask
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,8 @@ from typing import Any, ClassVar
 
 import torch
 
-from baselines.engine.client_job import ClientJob, ClientUpdate
+from baselines.core.client_job import ClientJob
+from baselines.core.client_update import ClientUpdate
 from baselines.methods.base import Method, RunShape
 from baselines.methods.dp_fedavg import DPFedAvg
 from baselines.methods.full import FullFineTuning

@@ -35,7 +35,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from baselines.engine.client_job import ClientJob, ClientUpdate
+from baselines.core.client_job import ClientJob
+from baselines.core.client_update import ClientUpdate
 from baselines.methods.base import Method, RunShape
 from baselines.methods.full import FullFineTuning
 from baselines.methods.lora import LoRA
@@ -50,7 +51,7 @@ from baselines.privacy.mechanism import (
 from baselines.privacy.plan import PrivacyOptions, PrivacyPlan, make_plan, min_providers
 
 if TYPE_CHECKING:
-    from baselines.engine.task import FederatedTask
+    from baselines.core.task import FederatedTask
 
 _SAMPLING_STREAM = 1
 _NOISE_STREAM = 2

@@ -59,7 +59,8 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import nn
 
-from baselines.engine.client_job import ClientJob, ClientUpdate
+from baselines.core.client_job import ClientJob
+from baselines.core.client_update import ClientUpdate
 from baselines.methods.base import RunShape
 from baselines.methods.finetune import FineTuneOptions
 from baselines.methods.lora import LoRA, LoRAOptions

@@ -50,8 +50,8 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import nn
 
-from baselines.engine.client_job import ClientJob
-from baselines.engine.parameters import set_values
+from baselines.core.client_job import ClientJob
+from baselines.core.parameters import set_values
 from baselines.methods.base import RunShape
 from baselines.methods.finetune import FineTuneOptions, LocalFineTuning
 from baselines.methods.full import VISUAL_ENCODER, FullFineTuningOptions

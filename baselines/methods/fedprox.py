@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from baselines.engine.client_job import ClientJob
+from baselines.core.client_job import ClientJob
 from baselines.methods.base import RunShape
 from baselines.methods.full import VISUAL_ENCODER, FullFineTuning, FullFineTuningOptions
 from baselines.options import build_options

@@ -27,8 +27,8 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from baselines.engine.client_job import ClientJob
-from baselines.engine.parameters import get_values, select_communicated, set_values
+from baselines.core.client_job import ClientJob
+from baselines.core.parameters import get_values, select_communicated, set_values
 from baselines.methods.base import RunShape
 from baselines.methods.full import VISUAL_ENCODER, FullFineTuning, FullFineTuningOptions
 from baselines.optimizers.adamw import OFFICIAL_WEIGHT_DECAY

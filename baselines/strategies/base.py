@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from baselines.engine.client_job import ClientUpdate
+from baselines.core.client_update import ClientUpdate
 from baselines.options import build_options, option
 
 

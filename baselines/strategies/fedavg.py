@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
-from baselines.engine.client_job import ClientUpdate
+from baselines.core.client_update import ClientUpdate
 from baselines.strategies.aggregation import apply_update
 from baselines.strategies.base import Strategy
 

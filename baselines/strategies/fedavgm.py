@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from baselines.engine.client_job import ClientUpdate
+from baselines.core.client_update import ClientUpdate
 from baselines.strategies.aggregation import apply_update, momentum_velocity
 from baselines.strategies.base import StrategyOptions, check_decay, pack_state, unpack_state
 from baselines.strategies.fedavg import FedAvg

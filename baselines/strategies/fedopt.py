@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from baselines.engine.client_job import ClientUpdate
+from baselines.core.client_update import ClientUpdate
 from baselines.strategies.aggregation import adaptive_step, apply_update, first_moment
 from baselines.strategies.base import StrategyOptions, check_decay, pack_state, unpack_state
 from baselines.strategies.fedavg import FedAvg

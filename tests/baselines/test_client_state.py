@@ -8,7 +8,8 @@ import torch
 from safetensors.torch import load_file
 
 from baselines.config import TrainConfig
-from baselines.engine.client_job import ClientJob, ClientUpdate, local_training_update
+from baselines.core.client_job import ClientJob, local_training_update
+from baselines.core.client_update import ClientUpdate
 from baselines.engine.simulation import FederatedSimulation
 from baselines.methods import FullFineTuning
 from baselines.run_directory import RunDirectory

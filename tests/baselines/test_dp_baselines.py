@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from accountant.declaration import FIELDS
 from baselines.cli import train
-from baselines.engine.client_job import ClientJob
-from baselines.engine.parameters import get_values
+from baselines.core.client_job import ClientJob
+from baselines.core.parameters import get_values
 from baselines.engine.simulation import FederatedSimulation
 from baselines.engine.vt5_task import build_vt5_task
 from baselines.presets import DP_PRESETS, preset_config

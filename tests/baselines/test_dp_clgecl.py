@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from baselines.config import TrainConfig
-from baselines.engine.client_job import ClientJob
-from baselines.engine.parameters import get_values
+from baselines.core.client_job import ClientJob
+from baselines.core.parameters import get_values
 from baselines.engine.simulation import FederatedSimulation
 from baselines.engine.vt5_task import build_vt5_task
 from baselines.methods.dp_clgecl import DUAL, PROPOSAL, augmented_loss, dual_step

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from baselines.engine.client_job import ClientJob
-from baselines.engine.parameters import get_values
+from baselines.core.client_job import ClientJob
+from baselines.core.parameters import get_values
 from baselines.engine.simulation import FederatedSimulation
 from baselines.engine.vt5_task import build_vt5_task
 from baselines.presets import preset_config

@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from safetensors.torch import load_file
 
 from baselines.cli import train
-from baselines.engine.client_job import ClientJob, ClientUpdate
+from baselines.core.client_job import ClientJob
+from baselines.core.client_update import ClientUpdate
 from baselines.engine.simulation import FederatedSimulation
 from baselines.engine.vt5_task import build_vt5_task
 from baselines.methods import LoRA

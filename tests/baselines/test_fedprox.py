@@ -9,9 +9,9 @@ import torch
 from click.testing import CliRunner
 
 from baselines.cli import train
-from baselines.engine.client_job import ClientJob
+from baselines.core.client_job import ClientJob
+from baselines.core.parameters import get_values, select_communicated
 from baselines.engine.local_training import LocalTrainer
-from baselines.engine.parameters import get_values, select_communicated
 from baselines.methods import METHODS, FullFineTuning
 from baselines.methods.fedprox import FedProx
 from baselines.presets import PRESETS, preset_config

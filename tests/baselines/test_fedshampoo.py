@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from baselines.engine.parameters import select_communicated
+from baselines.core.parameters import select_communicated
 from baselines.methods.fedshampoo import TOKEN_EMBEDDING, FedShampoo
 from baselines.methods.full import FullFineTuning
 from benchmark.communication_log import official_logger_bytes

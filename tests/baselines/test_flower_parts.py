@@ -17,9 +17,9 @@ import pytest
 import torch
 from click.testing import CliRunner
 
+from baselines.core.task import FederatedTask
 from baselines.engine.client import ClientReply, FederatedClient
 from baselines.engine.simulation import FederatedSimulation
-from baselines.engine.task import FederatedTask
 from baselines.engine.vt5_task import build_vt5_task
 from baselines.flower.federation import ClientSummary, parse_clients, party_task, with_summaries
 from baselines.presets import preset_config

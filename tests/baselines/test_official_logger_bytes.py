@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from baselines.engine.communication import Channel, CommunicationLog
+from baselines.core.communication_log import CommunicationLog
+from baselines.engine.communication import Channel
 from baselines.wire import get_codec
 from benchmark.communication_log import (
     LM_HEAD_NAME,

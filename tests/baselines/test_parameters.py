@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from baselines.engine.parameters import get_values, select_communicated, set_values
+from baselines.core.parameters import get_values, select_communicated, set_values
 
 
 class Tied(nn.Module):

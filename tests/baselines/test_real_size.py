@@ -45,8 +45,8 @@ def vt5_base(tmp_path_factory) -> Path:
 def test_one_local_step_at_the_real_size(preset, overrides, values, vt5_base, tiny_data):
     import torch
 
+    from baselines.core.parameters import get_values, select_communicated
     from baselines.engine.local_training import LocalTrainer
-    from baselines.engine.parameters import get_values, select_communicated
     from baselines.engine.vt5_task import build_vt5_task
     from baselines.presets import preset_config
     from baselines.wire import get_codec

@@ -17,10 +17,10 @@ import torch
 from safetensors.torch import load_file
 
 from baselines.config import TrainConfig
+from baselines.core.parameters import get_values
+from baselines.core.task import FederatedTask
 from baselines.engine.client import ClientReply, FederatedClient
-from baselines.engine.parameters import get_values
 from baselines.engine.simulation import FederatedSimulation
-from baselines.engine.task import FederatedTask
 from baselines.engine.vt5_task import build_vt5_task
 from baselines.presets import preset_config
 from baselines.run_directory import RunDirectory

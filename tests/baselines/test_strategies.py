@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from baselines.engine.client_job import ClientUpdate
+from baselines.core.client_update import ClientUpdate
 from baselines.strategies import (
     STRATEGIES,
     FedAdam,

@@ -14,7 +14,7 @@ from datasets import Dataset
 from safetensors.torch import save_file
 from torch import nn
 
-from baselines.engine.task import FederatedTask
+from baselines.core.task import FederatedTask
 
 
 class ToyRegression(nn.Module):

@@ -1,10 +1,11 @@
-"""What one sampled client does in a round: the job it receives and the update it returns.
+"""What one sampled client does in a round: the job it receives.
 
 A :class:`ClientJob` holds everything a client has in a round: the model with the round's starting
 weights loaded, those weights as received, its local data (with the ``provider`` column, so a
 provider-level DP rule can group it) and the local trainer. A method's ``compute_update`` turns a
-job into a :class:`ClientUpdate`; the default is plain local training on all the client's data,
-and a DP method can instead train once per sampled provider from the same starting weights
+job into a :class:`~baselines.core.client_update.ClientUpdate`; the default
+(:func:`local_training_update`) is plain local training on all the client's data, and a DP
+method can instead train once per sampled provider from the same starting weights
 (:meth:`ClientJob.reset`, :meth:`ClientJob.train`, :meth:`ClientJob.delta`), clip and add noise,
 without touching the round loop.
 """
@@ -18,7 +19,8 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
-from baselines.engine.parameters import (
+from baselines.core.client_update import ClientUpdate
+from baselines.core.parameters import (
     CommunicatedParameters,
     get_values,
     parameter_map,
@@ -28,22 +30,7 @@ from baselines.engine.parameters import (
 if TYPE_CHECKING:
     from datasets import Dataset
 
-    from baselines.engine.local_training import LocalTrainer, LossHook, TrainStats
-
-
-@dataclass
-class ClientUpdate:
-    """What a client sends back (before the wire) and what the server aggregates.
-
-    Attributes:
-        delta: canonical name -> (trained value - starting value), float32.
-        num_examples: examples the update was computed on (FedAvg weight).
-        metrics: free-form numbers about local training (loss, steps, seconds).
-    """
-
-    delta: dict[str, torch.Tensor]
-    num_examples: int
-    metrics: dict[str, float] = field(default_factory=dict)
+    from baselines.core.training import LossHook, Trainer, TrainStats
 
 
 @dataclass
@@ -70,7 +57,7 @@ class ClientJob:
     parameters: CommunicatedParameters
     start_weights: Mapping[str, torch.Tensor]
     dataset: Dataset
-    trainer: LocalTrainer
+    trainer: Trainer
     seed: int
     state: dict[str, torch.Tensor] = field(default_factory=dict)
     loss: LossHook | None = None

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from torch import nn
 
-from baselines.engine.local_training import Collate
+from baselines.core.training import Collate
 
 if TYPE_CHECKING:
     from datasets import Dataset
