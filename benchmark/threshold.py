@@ -6,10 +6,13 @@ way: the organisers train the `fedavg` preset from the shipped base, score it on
 and store 95% of that ANLS in `benchmark.json` under `track1_threshold`
 (`pflkit data threshold DIR --run RUN`).
 
-The threshold in force (:func:`track1_threshold`) is the one the benchmark directory states,
-else a setting (``PFLKIT_LEADERBOARD_THRESHOLD``, by default the real data's 0.8242): the
-scoring worker checks it against the base at start-up and the leaderboard ranks by it, both
-through this one lookup.
+Any track may have a threshold (``Track.threshold`` and ``Track.threshold_key``,
+:func:`benchmark.tracks.thresholded_tracks`). The threshold in force for a track
+(:func:`threshold_in_force`; :func:`thresholds_in_force` for all of them) is the one the
+benchmark directory states under the track's key, else its setting (``Track.threshold_setting``:
+``PFLKIT_LEADERBOARD_THRESHOLD`` for track 1), else the track's own value (the real data's 0.8242
+for track 1): the scoring worker checks each against the base at start-up and the leaderboard
+ranks by them, both through this one lookup.
 
 Scale, seed and base model fix a synthetic benchmark completely, so the kit also carries the
 thresholds it has measured (:data:`MEASURED_FEDAVG_TEST_ANLS`): `pflkit data generate` writes
@@ -26,13 +29,13 @@ from typing import Any
 
 from benchmark.info import FILENAME as BENCHMARK_JSON
 from benchmark.info import stated_value
-from benchmark.tracks import COMMUNICATION, Track
+from benchmark.tracks import COMMUNICATION, Track, thresholded_tracks
 
 THRESHOLD_KEY = COMMUNICATION.threshold_key
 PROVENANCE_KEY = "track1_threshold_source"
 THRESHOLD_SHARE = 0.95
-#: the setting read when the benchmark directory states no threshold.
-THRESHOLD_ENV = "PFLKIT_LEADERBOARD_THRESHOLD"
+#: the setting read when the benchmark directory states no track-1 threshold.
+THRESHOLD_ENV = COMMUNICATION.threshold_setting
 
 #: FedAvg test ANLS measured by the kit, keyed by (scale, seed), with the SHA-256 of the base
 #: `model.safetensors` the run started from and the run that measured it.
@@ -139,41 +142,57 @@ def write_threshold(data_dir: str | Path, fedavg_test_anls: float,
     return threshold
 
 
-def default_threshold() -> float:
-    """The configured threshold (``PFLKIT_LEADERBOARD_THRESHOLD``, else the real data's).
+def default_threshold(track: Track = COMMUNICATION) -> float:
+    """The configured threshold of ``track`` (its ``threshold_setting`` variable, else its own
+    ``threshold``).
 
     Raises:
-        ValueError: the variable is not a number in [0, 1].
+        ValueError: the variable is not a number in [0, 1], or the track has no threshold.
     """
-    raw = os.environ.get(THRESHOLD_ENV)
+    raw = os.environ.get(track.threshold_setting) if track.threshold_setting else None
     if raw is None or raw.strip() == "":
-        return COMMUNICATION.threshold
+        if track.threshold is None:
+            raise ValueError(f"track {track.number} has no threshold of its own: state "
+                             f"{track.threshold_key} in benchmark.json")  # fmt: skip
+        return track.threshold
     try:
         value = float(raw)
     except ValueError:
         raise ValueError(
-            f"{THRESHOLD_ENV}={raw!r} is not a number; give an ANLS such as "
-            f"{COMMUNICATION.threshold}"
+            f"{track.threshold_setting}={raw!r} is not a number; give an ANLS such as "
+            f"{track.threshold if track.threshold is not None else 0.5}"
         ) from None
     if not 0.0 <= value <= 1.0:
-        raise ValueError(f"{THRESHOLD_ENV}={raw!r} must be an ANLS in [0, 1]")
+        raise ValueError(f"{track.threshold_setting}={raw!r} must be an ANLS in [0, 1]")
     return value
 
 
-def track1_threshold(data_dir: Path | None, *, default: float | None = None) -> tuple[float, str]:
-    """The threshold and where it came from.
+def threshold_in_force(data_dir: Path | None, track: Track = COMMUNICATION, *,
+                       default: float | None = None) -> tuple[float, str]:  # fmt: skip
+    """A track's threshold and where it came from.
 
     Args:
         data_dir: the benchmark directory (``benchmark.json`` at its root or in ``evaluator/``).
+        track: a thresholded track.
         default: used when the directory states none (else :func:`default_threshold`).
 
     Returns:
         ``(threshold, source)``, the source being the file or ``"setting"``.
 
     Raises:
-        ValueError: the threshold in the file is not a number in [0, 1].
+        ValueError: the threshold in the file or the setting is not a number in [0, 1].
     """
-    stated = stated_threshold(data_dir, COMMUNICATION) if data_dir is not None else None
+    stated = stated_threshold(data_dir, track) if data_dir is not None else None
     if stated is not None:
         return stated[0], str(stated[1])
-    return (default if default is not None else default_threshold()), "setting"
+    return (default if default is not None else default_threshold(track)), "setting"
+
+
+def thresholds_in_force(data_dir: Path | None) -> dict[int, tuple[float, str]]:
+    """Every thresholded track's ``(threshold, source)`` by track number."""
+    return {track.number: threshold_in_force(data_dir, track) for track in thresholded_tracks()}
+
+
+def track1_threshold(data_dir: Path | None, *, default: float | None = None) -> tuple[float, str]:
+    """Track 1's threshold and where it came from (:func:`threshold_in_force`)."""
+    return threshold_in_force(data_dir, COMMUNICATION, default=default)

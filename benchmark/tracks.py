@@ -46,6 +46,8 @@ class Track:
         threshold: the ANLS a submission must reach to be ranked on the real PFL-DocVQA data
             (``None``: no threshold); a benchmark directory may state its own.
         threshold_key: the key of ``benchmark.json`` that states a benchmark's own threshold.
+        threshold_setting: the environment variable that sets the threshold when the benchmark
+            states none (else ``threshold`` holds), ``benchmark.threshold.threshold_in_force``.
         budgets: the epsilon budgets, one ranking each (empty: one ranking).
         delta: the largest delta a privacy claim may have (``None``: no privacy claim).
         title: what the track measures, the heading of its page section.
@@ -63,6 +65,7 @@ class Track:
     parts: tuple[str, ...]
     threshold: float | None = None
     threshold_key: str | None = None
+    threshold_setting: str | None = None
     budgets: tuple[float, ...] = ()
     delta: float | None = None
     title: str = ""
@@ -86,6 +89,7 @@ COMMUNICATION = Track(
     parts=("model", "communication_log", "communication_details", "metadata"),
     threshold=0.8242,  # 95% of the organisers' FedAvg test ANLS (0.8676)
     threshold_key="track1_threshold",
+    threshold_setting="PFLKIT_LEADERBOARD_THRESHOLD",
     title="communication efficiency",
     plot="bytes",
     section="tracks/communication.html",
@@ -150,6 +154,12 @@ def track_numbers() -> str:
 def common_parts() -> tuple[str, ...]:
     """The upload parts every track needs, in ``benchmark.submission_contract.PARTS`` order."""
     return tuple(part for part in PARTS if all(part in t.parts for t in TRACKS.values()))
+
+
+def thresholded_tracks() -> list[Track]:
+    """The tracks that rank only the submissions reaching an ANLS threshold, by number."""
+    return [track for _, track in sorted(TRACKS.items())
+            if track.threshold is not None or track.threshold_key is not None]  # fmt: skip
 
 
 def tracks_needing(part: str) -> list[int]:

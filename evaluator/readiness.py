@@ -1,13 +1,13 @@
-"""What the service checks about its own benchmark before it scores: the base model against the
-track-1 threshold, and whether the privacy audit can run.
+"""What the service checks about its own benchmark before it scores: the base model against each
+track's threshold, and whether the privacy audit can run.
 
 Two set-ups let a submission rank without earning it, and neither shows in any one submission:
 
 - **A threshold at or below the base.** Track 1 ranks by bytes among submissions whose test
   ANLS reaches the threshold. If the base every run starts from already reaches it, the
   untouched base with a log of 1-byte messages ranks first. The worker scores the base once at
-  start-up (:func:`check_readiness`) and refuses to start when the threshold in force is at or
-  below that score; ``pflkit data threshold`` refuses to store such a value; the organiser page
+  start-up (:func:`check_readiness`) and refuses to start when the threshold in force of any
+  thresholded track is at or below that score; ``pflkit data threshold`` refuses to store such a value; the organiser page
   shows the base's score and warns in red when the threshold (which may change while the
   service runs) is at or below it.
 - **A benchmark without canaries.** The one-run audit (:mod:`evaluator.canary_audit`) needs the
@@ -25,10 +25,12 @@ import datetime as dt
 import json
 import logging
 import os
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmark.tracks import COMMUNICATION, TRACKS, Track
 from evaluator.canary_audit import COINS_FILE, PROBES_FILE
 
 logger = logging.getLogger("evaluator.readiness")
@@ -36,7 +38,7 @@ FILENAME = "readiness.json"
 
 
 class ThresholdAtOrBelowBase(RuntimeError):
-    """The track-1 threshold does not exceed the base model's own test ANLS."""
+    """A track's threshold does not exceed the base model's own test ANLS."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,8 @@ class Readiness:
         threshold_source: where it came from (a ``benchmark.json`` path or ``setting``).
         canaries: whether the benchmark holds the audit's canary files.
         checked_at: when (UTC, ISO 8601).
+        thresholds: every thresholded track's ``[threshold, source]`` then, by track number
+            (as text: the file is JSON).
     """
 
     base_test_anls: float
@@ -56,6 +60,7 @@ class Readiness:
     threshold_source: str
     canaries: bool
     checked_at: str
+    thresholds: dict[str, list[Any]] = field(default_factory=dict)
 
 
 def canaries_present(data_dir: Path | None) -> bool:
@@ -73,24 +78,39 @@ def canaries_present(data_dir: Path | None) -> bool:
     return (directory / COINS_FILE).is_file() and (directory / PROBES_FILE).is_file()
 
 
-def threshold_problem(threshold: float, base_test_anls: float | None) -> str | None:
-    """Why a track-1 threshold cannot be used with this base, or None when it can.
+def threshold_problem(threshold: float, base_test_anls: float | None,
+                      track: Track = COMMUNICATION) -> str | None:  # fmt: skip
+    """Why a track's threshold cannot be used with this base, or None when it can.
 
     Args:
-        threshold: the track-1 threshold.
+        threshold: the track's threshold.
         base_test_anls: the base model's test ANLS (None: not measured yet).
+        track: a thresholded track (track 1 by default).
 
     Returns:
         A sentence naming both numbers and what to do, or None.
     """
     if base_test_anls is None or threshold > base_test_anls:
         return None
+    if track is COMMUNICATION:
+        how = ("pflkit data threshold DIR --run RUN, from the organisers' fedavg run, or "
+               f"{track.threshold_setting}")  # fmt: skip
+    else:
+        how = f"{track.threshold_key} in benchmark.json" + (
+            f" or {track.threshold_setting}" if track.threshold_setting else "")
     return (
-        f"the track-1 threshold {threshold:.4f} is at or below the base model's own test ANLS "
-        f"{base_test_anls:.4f}: the untouched base with a log of 1-byte messages would rank "
-        "first; set a threshold above it (pflkit data threshold DIR --run RUN, from the "
-        "organisers' fedavg run, or PFLKIT_LEADERBOARD_THRESHOLD)"
+        f"the track-{track.number} threshold {threshold:.4f} is at or below the base model's own "
+        f"test ANLS {base_test_anls:.4f}: the untouched base with a log of 1-byte messages would "
+        f"rank first; set a threshold above it ({how})"
     )
+
+
+def threshold_problems(thresholds: Mapping[int, tuple[float, str]], base_test_anls: float | None
+                       ) -> list[str]:  # fmt: skip
+    """:func:`threshold_problem` of every thresholded track, in track order."""
+    problems = [threshold_problem(value, base_test_anls, TRACKS[number])
+                for number, (value, _) in sorted(thresholds.items()) if number in TRACKS]
+    return [problem for problem in problems if problem is not None]
 
 
 def track2_checks(canaries: bool) -> str:
@@ -144,42 +164,47 @@ def read_readiness(storage_dir: Path | None) -> Readiness | None:
         return None
     try:
         data = json.loads((Path(storage_dir) / FILENAME).read_text(encoding="utf-8"))
-        return Readiness(**{key: data[key] for key in Readiness.__dataclass_fields__})
+        # a file written before the per-track thresholds has none
+        return Readiness(**{key: data[key] for key in Readiness.__dataclass_fields__
+                            if key in data or key != "thresholds"})  # fmt: skip
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
-def check_readiness(runner: Any, *, threshold: tuple[float, str]) -> Readiness:
+def check_readiness(runner: Any, *, thresholds: Mapping[int, tuple[float, str]]) -> Readiness:
     """Score the base once, note the canaries, record both and refuse a useless threshold.
 
     Args:
         runner: the worker's ``JobRunner`` (its scorer is prepared).
-        threshold: ``(threshold, source)`` in force (``benchmark.threshold.track1_threshold``).
+        thresholds: each thresholded track's ``(threshold, source)`` in force
+            (``benchmark.threshold.thresholds_in_force``).
 
     Returns:
         The findings (also written to ``STORAGE/readiness.json``).
 
     Raises:
-        ThresholdAtOrBelowBase: the threshold is at or below the base's test ANLS.
+        ThresholdAtOrBelowBase: a track's threshold is at or below the base's test ANLS.
     """
     settings = runner.settings
     base = runner.scorer.score(runner.scorer.reference_dir / "model.safetensors")
     canaries = canaries_present(settings.data_dir)
+    track1 = thresholds.get(COMMUNICATION.number, (COMMUNICATION.threshold, "setting"))
     readiness = Readiness(
-        base_test_anls=float(base.anls), threshold=float(threshold[0]),
-        threshold_source=threshold[1], canaries=canaries,
-        checked_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        base_test_anls=float(base.anls), threshold=float(track1[0]), threshold_source=track1[1],
+        canaries=canaries, checked_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        thresholds={str(n): [float(v), source] for n, (v, source) in sorted(thresholds.items())},
     )  # fmt: skip
     write_readiness(settings.storage_dir, readiness)
-    logger.info("base model test ANLS %.4f; track-1 threshold %.4f (%s)",
-                readiness.base_test_anls, readiness.threshold, readiness.threshold_source)  # fmt: skip
+    for number, (value, source) in sorted(thresholds.items()):
+        logger.info("base model test ANLS %.4f; track-%d threshold %.4f (%s)",
+                    readiness.base_test_anls, number, value, source)  # fmt: skip
     if canaries:
         logger.info("the benchmark has canaries: every submission is audited")
     else:
         logger.warning("the benchmark has no canaries: the privacy audit cannot run; %s",
                        track2_checks(False))
-    problem = threshold_problem(readiness.threshold, readiness.base_test_anls)
-    if problem is not None:
-        logger.error("refusing to start: %s", problem)
-        raise ThresholdAtOrBelowBase(problem)
+    problems = threshold_problems(thresholds, readiness.base_test_anls)
+    if problems:
+        logger.error("refusing to start: %s", "; ".join(problems))
+        raise ThresholdAtOrBelowBase("; ".join(problems))
     return readiness

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from benchmark.tracks import TRACKS
+from benchmark.tracks import COMMUNICATION, TRACKS
 from leaderboard.ranking import Row, Table, TrackResult, Unranked, rank_track
 
 # Scores are published with as many decimals as the competition did; more would let repeated
@@ -31,16 +31,15 @@ class Board:
     """Everything the leaderboard shows.
 
     Attributes:
-        threshold: the track-1 ANLS threshold in force.
-        threshold_source: where it came from (a ``benchmark.json`` path or ``setting``).
+        thresholds: each thresholded track's ANLS threshold in force and where it came from
+            (a ``benchmark.json`` path or ``setting``), by track number.
         tracks: track number -> that track's rankings, for every track of ``benchmark.tracks``.
         all_submissions: whether every submission is ranked, not only each team's best.
         public: the participants' view: scores to ``PUBLIC_DECIMALS`` decimals, no rejection or
             failure reasons, no scores of hidden submissions.
     """
 
-    threshold: float
-    threshold_source: str
+    thresholds: dict[int, tuple[float, str]]
     tracks: dict[int, TrackResult]
     all_submissions: bool = False
     public: bool = True
@@ -88,8 +87,9 @@ def _public(unranked: Unranked) -> Unranked:
 def build_board(
     rows: Sequence[Row],
     *,
-    threshold: float,
+    threshold: float | None = None,
     threshold_source: str = "setting",
+    thresholds: Mapping[int, tuple[float, str]] | None = None,
     all_submissions: bool = False,
     public: bool = True,
 ) -> Board:
@@ -97,23 +97,26 @@ def build_board(
 
     Args:
         rows: every submission.
-        threshold: the ANLS threshold in force for the tracks with one (``Track.threshold_key``;
-            track 1).
-        threshold_source: where the threshold came from, shown on the page.
+        threshold: track 1's ANLS threshold in force (a shorthand for ``thresholds``).
+        threshold_source: where it came from, shown on the page.
+        thresholds: each thresholded track's ``(threshold, source)`` by number
+            (``benchmark.threshold.thresholds_in_force``); a track left out ranks with its own
+            ``Track.threshold``.
         all_submissions: rank every submission rather than each team's best.
         public: strip the scores of hidden submissions (the participants' view).
 
     Returns:
         The board.
     """
+    in_force = dict(thresholds or {})
+    if threshold is not None:
+        in_force[COMMUNICATION.number] = (threshold, threshold_source)
     results: dict[int, TrackResult] = {}
     for number, track in TRACKS.items():
-        given = track.threshold_key is not None
-        result = rank_track(
-            rows, track, threshold=threshold if given else None, all_submissions=all_submissions
-        )
-        if given:
-            result.threshold_source = threshold_source
+        value, source = in_force.get(number, (None, "setting"))
+        result = rank_track(rows, track, threshold=value, all_submissions=all_submissions)
+        if number in in_force:
+            result.threshold_source = source
         if public:
             original, result.unranked = result.unranked, [_public(u) for u in result.unranked]
             for table in result.tables.values():  # a single table shares the track's list
@@ -123,7 +126,9 @@ def build_board(
                     else [_public(u) for u in table.unranked]
                 )
         results[number] = result
-    return Board(threshold, threshold_source, results, all_submissions, public)
+    kept = {number: (r.threshold, r.threshold_source) for number, r in results.items()
+            if r.threshold is not None}  # fmt: skip
+    return Board(kept, results, all_submissions, public)
 
 
 def records(board: Board, *, track: int | None = None) -> list[dict[str, Any]]:
@@ -189,7 +194,7 @@ def as_json(board: Board, *, track: int) -> dict[str, Any]:
         raise ValueError(f"track must be one of {sorted(board.tracks)}, got {track}")
     result = board.tracks[track]
     answer: dict[str, Any] = {"track": track, "all_submissions": board.all_submissions}
-    if result.track.threshold_key is not None:
+    if result.threshold is not None:
         answer["threshold"] = result.threshold
         answer["threshold_source"] = result.threshold_source
     if result.track.delta is not None:

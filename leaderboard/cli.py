@@ -34,7 +34,8 @@ _DATA = click.option(
     "data_dir",
     default=None,
     type=click.Path(path_type=Path),
-    help="benchmark directory whose benchmark.json may state track1_threshold",
+    help="benchmark directory whose benchmark.json may state the tracks' thresholds "
+    "(track1_threshold)",
 )
 _THRESHOLD = click.option(
     "--threshold",
@@ -53,7 +54,7 @@ def _board(database_url: str | None, storage_dir: Path | None, data_dir: Path | 
     """Read the database and rank every track."""
     from pydantic import ValidationError
 
-    from benchmark.threshold import track1_threshold
+    from benchmark.threshold import thresholds_in_force
     from evaluator.core.config import Settings
     from evaluator.core.db import schema_is_current, session_factory
     from leaderboard.board import build_board
@@ -80,17 +81,14 @@ def _board(database_url: str | None, storage_dir: Path | None, data_dir: Path | 
             "start `pflkit serve` once (it migrates) or pass the right --db"
         )
     try:
-        if threshold is not None:
-            value, origin = threshold, "--threshold"
-        else:
-            value, origin = track1_threshold(settings.data_dir)
+        thresholds = thresholds_in_force(settings.data_dir)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+    if threshold is not None:
+        thresholds[COMMUNICATION.number] = (threshold, "--threshold")
     with session_factory(settings.db_url)() as session:
         rows = load_rows(session)
-    return build_board(
-        rows, threshold=value, threshold_source=origin, all_submissions=all_submissions
-    )
+    return build_board(rows, thresholds=thresholds, all_submissions=all_submissions)
 
 
 def _print_table(title: str, entries: list[dict[str, Any]]) -> None:
@@ -179,9 +177,11 @@ def _print_personal_table(title: str, entries: list[dict[str, Any]]) -> None:
 def _headline(board: Any, number: int) -> str:
     """What a track without budgets ranks on, for the table's title."""
     result = board.tracks[number]
-    if result.track.ranking == "total_bytes":
-        return f"fewest bytes at test ANLS >= {result.threshold:.4f} ({result.threshold_source})"
-    return f"ranked by {result.track.ranking}"
+    headline = ("fewest bytes" if result.track.ranking == "total_bytes"
+                else f"ranked by {result.track.ranking}")  # fmt: skip
+    if result.threshold is not None:
+        headline += f" at test ANLS >= {result.threshold:.4f} ({result.threshold_source})"
+    return headline
 
 
 @leaderboard.command()

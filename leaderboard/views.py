@@ -18,7 +18,8 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from benchmark.info import benchmark_json_files
-from benchmark.threshold import THRESHOLD_ENV, track1_threshold
+from benchmark.threshold import thresholds_in_force
+from benchmark.tracks import thresholded_tracks
 from evaluator import crud
 from evaluator.readiness import canaries_present
 from leaderboard.board import Board, build_board
@@ -29,20 +30,25 @@ from leaderboard.warmer import ViewWarmer
 _cache = VersionedCache()
 
 
-def _threshold(settings: Any) -> tuple[float, str]:
-    """The track-1 threshold, read again only when its file or variable changed."""
+def _thresholds(settings: Any) -> dict[int, tuple[float, str]]:
+    """Each thresholded track's threshold, read again only when its file or variable changed."""
     data_dir = getattr(settings, "data_dir", None)
-    stamp: list[Any] = [os.environ.get(THRESHOLD_ENV)]
+    stamp: list[Any] = [os.environ.get(t.threshold_setting or "") for t in thresholded_tracks()]
     if data_dir is not None:
         stamp.extend(
             (str(path), path.stat().st_mtime_ns) for path in benchmark_json_files(data_dir)
         )
-    return _threshold_at(data_dir, tuple(stamp))
+    return _thresholds_at(data_dir, tuple(stamp))
 
 
 @lru_cache(maxsize=8)
-def _threshold_at(data_dir: Any, _stamp: tuple[Any, ...]) -> tuple[float, str]:
-    return track1_threshold(data_dir)
+def _thresholds_at(data_dir: Any, _stamp: tuple[Any, ...]) -> dict[int, tuple[float, str]]:
+    return thresholds_in_force(data_dir)
+
+
+def _threshold_key(settings: Any) -> tuple[tuple[int, float], ...]:
+    """The thresholds' part of a cached view's key."""
+    return tuple((number, value) for number, (value, _) in sorted(_thresholds(settings).items()))
 
 
 def board(app: Any, session: Session, *, all_submissions: bool, public: bool) -> Board:
@@ -58,19 +64,18 @@ def board(app: Any, session: Session, *, all_submissions: bool, public: bool) ->
         The ranked board.
     """
     settings = app.state.settings
-    threshold, origin = _threshold(settings)
+    thresholds = _thresholds(settings)
 
     def build() -> Board:
         return build_board(
             kept_rows(settings.db_url).read(session),
-            threshold=threshold,
-            threshold_source=origin,
+            thresholds=thresholds,
             all_submissions=all_submissions,
             public=public,
         )
 
     version = crud.board_version(session)  # first: the rows read after it are no older
-    key = (settings.db_url, version, threshold, "board", all_submissions, public)
+    key = (settings.db_url, version, _threshold_key(settings), "board", all_submissions, public)
     return _cache.get(key, build)
 
 
@@ -101,7 +106,7 @@ def _build_view(app: Any, name: Hashable, render: Callable[[Session], bytes]) ->
     settings = app.state.settings
     with app.state.sessions() as session:
         version = crud.board_version(session)
-        key = (settings.db_url, version, _threshold(settings)[0], name)
+        key = (settings.db_url, version, _threshold_key(settings), name)
         return _cache.get(key, lambda: render(session))
 
 

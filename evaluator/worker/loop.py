@@ -87,10 +87,10 @@ def _prepare(settings: Settings) -> JobRunner:
     started = time.perf_counter()
     runner.scorer.prepare()
     runner.auditor.prepare()
-    # The threshold in force: benchmark.json, else the setting (the leaderboard's lookup too).
-    from benchmark.threshold import track1_threshold
+    # The thresholds in force: benchmark.json, else the settings (the leaderboard's lookup too).
+    from benchmark.threshold import thresholds_in_force
 
-    check_readiness(runner, threshold=track1_threshold(settings.data_dir))
+    check_readiness(runner, thresholds=thresholds_in_force(settings.data_dir))
     logger.info(
         "worker ready in %.1f s (test split, reference model and canary baseline loaded, "
         "base model scored)",

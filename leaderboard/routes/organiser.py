@@ -14,12 +14,13 @@ from fastapi import APIRouter, Form, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
+from benchmark.tracks import COMMUNICATION
 from evaluator import crud
 from evaluator.api.deps import organiser_from_request
 from evaluator.api.rescore import queue_rescore
 from evaluator.models import Submission, Team
 from evaluator.operations import Operations, operations_snapshot
-from evaluator.readiness import read_readiness, threshold_problem, track2_checks
+from evaluator.readiness import read_readiness, threshold_problems, track2_checks
 from leaderboard import source, views
 from leaderboard.board import Board
 from leaderboard.routes.deps import OrganiserDep, SessionDep
@@ -123,8 +124,9 @@ def _service_facts(app: Any, board: Board) -> dict[str, Any]:
     return {
         "base_test_anls": base,
         "base_scored_at": readiness.checked_at if readiness is not None else None,
-        "threshold": board.threshold,
-        "threshold_problem": threshold_problem(board.threshold, base),
+        "threshold": board.thresholds[COMMUNICATION.number][0],
+        "thresholds": {str(number): value for number, (value, _) in board.thresholds.items()},
+        "threshold_problem": next(iter(threshold_problems(board.thresholds, base)), None),
         "canaries": canaries,
         "track2_checks": track2_checks(canaries),
     }

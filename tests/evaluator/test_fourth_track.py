@@ -4,7 +4,8 @@ through the worker to its section of the leaderboard page, with no change to the
 
 The toy track needs the parts every track needs plus ``notes`` (``notes.json``, a part the
 contract did not have), is scored by the worker like any track (plus a scoring step for its
-part) and ranks on test accuracy, highest first."""
+part) and ranks on test accuracy, highest first, among the submissions whose test ANLS reaches
+a threshold of its own (``track4_threshold`` in ``benchmark.json``), not track 1's."""
 
 from __future__ import annotations
 
@@ -16,9 +17,11 @@ import httpx
 import pytest
 
 from benchmark.submission_contract import PARTS, Part
+from benchmark.threshold import thresholds_in_force
 from benchmark.tracks import TRACKS, Track, common_parts
 from evaluator.client import run_files, submit
 from evaluator.queue import TaskQueue
+from evaluator.readiness import threshold_problems
 from evaluator.worker import JobRunner
 from leaderboard.ranking import (
     RANKINGS,
@@ -42,14 +45,23 @@ NOTES = Part(
 )
 
 
+TOY_THRESHOLD = 0.0
+
+
 def rank_by_accuracy(rows: Sequence[Row], track: Track, threshold: float | None,
                      all_submissions: bool) -> TrackResult:  # fmt: skip
-    """Every scored submission of the track, highest test accuracy first."""
+    """The track's scored submissions at or above its ANLS threshold, highest accuracy first."""
+    threshold = track.threshold if threshold is None else threshold
+
+    def reason(row: Row) -> str | None:
+        if exclusion_reason(row) is None and row.anls < threshold:
+            return f"ANLS {row.anls:.4f} below the threshold {threshold:.4f}"
+        return exclusion_reason(row)
+
     table = Table(title=f"Track {track.number}: {track.name}")
     mine = [row for row in rows if row.track == track.number]
-    table.unranked = [Unranked(row, exclusion_reason(row)) for row in mine
-                      if exclusion_reason(row) is not None]  # fmt: skip
-    valid = [row for row in mine if exclusion_reason(row) is None]
+    table.unranked = [Unranked(row, reason(row)) for row in mine if reason(row) is not None]
+    valid = [row for row in mine if reason(row) is None]
     ordered = sorted(valid, key=lambda row: (-row.accuracy, row.created_at, row.id))
     table.ranked = [Ranked(rank, row) for rank, row in enumerate(ordered, start=1)]
     return TrackResult(track, {None: table}, table.unranked, threshold)
@@ -60,7 +72,8 @@ def toy_track(monkeypatch: pytest.MonkeyPatch) -> Iterator[Track]:
     """Track 4 with its part and its ranking, registered for this test only."""
     monkeypatch.setitem(PARTS, NOTES.name, NOTES)
     track = Track(number=4, name="toy", ranking="accuracy", parts=(*common_parts(), NOTES.name),
-                  title="toy accuracy")  # fmt: skip
+                  title="toy accuracy", threshold=0.5,
+                  threshold_key="track4_threshold")  # fmt: skip
     monkeypatch.setitem(TRACKS, track.number, track)
     monkeypatch.setitem(RANKINGS, track.ranking, rank_by_accuracy)
     yield track
@@ -73,6 +86,8 @@ def test_a_fourth_track_goes_from_upload_to_its_leaderboard_section(
     from pflkit.app import create_app
 
     data = write_benchmark(tmp_path / "benchmark", questions=4)
+    stated = json.loads((data / "benchmark.json").read_text())
+    (data / "benchmark.json").write_text(json.dumps({**stated, "track4_threshold": TOY_THRESHOLD}))
     scoring = settings.model_copy(update={"data_dir": data, "batch_size": 4})
     run = write_run(tmp_path / "run", tiny_reference / "model.safetensors",
                     meta=metadata(toy_track.number, method="toy-method"))  # fmt: skip
@@ -104,6 +119,14 @@ def test_a_fourth_track_goes_from_upload_to_its_leaderboard_section(
         page = httpx.get(f"{server.url}/leaderboard").text
         plot = httpx.get(f"{server.url}/leaderboard/plots/track4.png")
 
+    # its own threshold, stated by the benchmark, checked against the base like track 1's
+    assert thresholds_in_force(data) == {1: (0.8242, "setting"),
+                                         4: (TOY_THRESHOLD, str(data / "benchmark.json"))}
+    (problem,) = threshold_problems(thresholds_in_force(data), base_test_anls=0.3)
+    assert problem.startswith("the track-4 threshold 0.0000 is at or below the base model's own")
+    assert "track4_threshold in benchmark.json" in problem
+    assert board["threshold"] == TOY_THRESHOLD
+    assert board["threshold_source"] == str(data / "benchmark.json")
     assert refused.status_code == 422
     assert refused.json()["detail"] == "notes: track 4 needs the team's notes (notes.json)"
     assert seen == [{"note": "a toy submission"}]

@@ -155,6 +155,7 @@ def _bundled_run(root: Path, data: Path, base: Path) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(5400)
 def test_every_preset_and_a_bundled_method_are_reproduced_exactly_through_the_service(
     tmp_path: Path, tiny_reference: Path, tiny_benchmark: Path
 ) -> None:

@@ -113,7 +113,7 @@ def test_the_warmer_builds_a_read_page_before_the_next_reader(served_factory) ->
         add_submission(session, team="zeta", track=1, method="late", anls=0.99, accuracy=0.9,
                        total_bytes=10, bytes_up=5, bytes_down=5, rounds=1)  # fmt: skip
         version = crud.board_version(session)
-    page_key = (served.db_url, version, THRESHOLD, ("leaderboard.html", False))
+    page_key = (served.db_url, version, ((1, THRESHOLD),), ("leaderboard.html", False))
     deadline = time.monotonic() + 20
     while page_key not in views._cache and time.monotonic() < deadline:  # no request meanwhile
         time.sleep(0.05)
