@@ -22,7 +22,8 @@ setup: $(STAMP)
 # test (Playwright never downloads a browser of its own here); it is installed when missing and
 # apt-get is usable (root), and the browser test says so when it is not there. Debian's
 # bubblewrap is the sandbox of `pflkit reproduce` (evaluator/reproduction/sandbox.py), installed
-# the same way; its tests are skipped without it.
+# the same way; its tests are skipped without it. The tutorials (docs/tutorials/, run by
+# tests/docs/test_tutorials.py) poll the practice evaluator with curl.
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
@@ -34,6 +35,9 @@ $(STAMP): pyproject.toml constraints.txt
 	@if [ ! -x /usr/bin/bwrap ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null) \
 		|| echo "bubblewrap could not be installed: pflkit reproduce and its tests need it"; fi
+	@if ! command -v curl >/dev/null && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl >/dev/null) \
+		|| echo "curl could not be installed: the tutorials' test needs it"; fi
 	touch $(STAMP)
 
 # Rewrite constraints.txt from the current environment (after an upgrade; then re-measure the
@@ -109,8 +113,9 @@ docs: setup
 
 # Speed figures, printed (not asserted): evaluation loop vs the starter kit's, scoring one
 # submission, the evaluator's status endpoint under concurrent load during uploads (also with
-# wrk when installed), the leaderboard with 10,000 submissions, and pflkit's start (every
-# --help, `pflkit dp epsilon`; hyperfine when installed).
+# wrk when installed), the leaderboard with 10,000 submissions, pflkit's start (every
+# --help, `pflkit dp epsilon`; hyperfine when installed), and the peak memory of scoring a
+# VT5-base-shaped checkpoint (`pflkit evaluate` and the worker) against its file's size.
 bench: setup
 	$(BIN)/python -m bench.bench --data $(BENCH_DATA)
 	$(BIN)/python -m bench.scorebench --data $(BENCH_DATA) --model base --threads 1
@@ -118,6 +123,7 @@ bench: setup
 		--api-workers 2 --wrk 10
 	$(BIN)/python -m bench.loadbench --submissions 10000 --repeat 10 --no-browser
 	$(BIN)/python -m bench.startup --runs 10
+	$(BIN)/python -m bench.memorybench --data $(BENCH_DATA) --checkpoint .bench/vt5-base
 
 # The GPU check (bench/gpucheck.py, docs/participants/gpu.md): the CUDA tests, every preset's
 # short round on the GPU against the CPU, then the kit beside the official starter kit (training
@@ -186,7 +192,7 @@ bench-api-fuzz: setup
 $(BENCH_DATA)/benchmark.json: | setup
 	$(BIN)/pflkit data generate --scale mini --seed 0 --out $(BENCH_DATA) --overwrite
 
-bench: $(BENCH_DATA)/benchmark.json
+bench: $(BENCH_DATA)/benchmark.json .bench/vt5-base/config.json
 
 clean:
 	rm -rf $(VENV) $(DEMO_DIR) site .pytest_cache .ruff_cache
