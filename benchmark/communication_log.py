@@ -3,7 +3,7 @@
 One row per message, header ``federated_round,sender,receiver,amount_of_bytes``; the server is
 ``-1`` and clients are ``0..K-1``; every message goes between the server and one client;
 ``amount_of_bytes`` is positive (the tensor data as sent). The training engine
-(``baselines.engine.communication``) writes rows with :func:`format_rows` and the evaluator
+(``baselines.core.communication_log``) writes rows with :func:`format_rows` and the evaluator
 (``evaluator.validation.commlog``) checks every row it reads with :func:`check_message`, so the
 writer and the validator cannot drift apart.
 

@@ -2,8 +2,10 @@
 
 The contracts are `[tool.importlinter]` in pyproject.toml: benchmark and accountant import
 nothing else of the kit, baselines never imports the service, the evaluator never imports the
-baselines or the leaderboard, the leaderboard reads the evaluator, and no product package
-imports the research scripts (`experiments`) or the measurements (`bench`).
+baselines or the leaderboard, the leaderboard reads the evaluator, no product package
+imports the research scripts (`experiments`) or the measurements (`bench`), `baselines` is
+layered (cli over the engine over its components over `baselines.core`), and `baselines.core`
+imports nothing else of `baselines`.
 """
 
 import subprocess
