@@ -311,27 +311,31 @@ def check_against_spec(
 def check_finite(path: str | Path, header: SafetensorsHeader) -> None:
     """Refuse NaN or infinite values, reading one floating-point tensor at a time (no pickle).
 
+    The tensors are read with plain file reads (:class:`benchmark.model.tensor_file.TensorFile`),
+    not through a mapping of the whole file, so the check holds one tensor in memory at a time.
+
     Args:
         path: the file.
         header: its parsed header.
 
     Raises:
         NonFiniteTensors: naming the tensors that hold NaN or inf.
-        SafetensorsError: the data cannot be read as safetensors.
+        SafetensorsError: the data cannot be read (the file changed since its header was read).
     """
     import torch
-    from safetensors import safe_open
+
+    from benchmark.model.tensor_file import TensorFile
 
     bad: list[str] = []
     try:
-        with safe_open(str(path), framework="pt", device="cpu") as handle:
+        with TensorFile(path, header) as handle:
             for name, (_, dtype) in header.tensors.items():
                 if dtype in FLOAT_DTYPES and not bool(
                     torch.isfinite(handle.get_tensor(name)).all()
                 ):
                     bad.append(name)
-    except Exception as error:  # safetensors raises its own error types on corrupt files
-        raise SafetensorsError(path, f"cannot be read as safetensors ({error})") from None
+    except OSError as error:
+        raise SafetensorsError(path, f"cannot be read ({error})") from None
     if bad:
         raise NonFiniteTensors(path, bad)
 

@@ -215,11 +215,10 @@ def check_changes(
         InvalidSubmission: naming the first tensor that changed without travelling, or whose
             change exceeds the rank, with the numbers.
     """
-    from safetensors import safe_open
+    from benchmark.model.tensor_file import TensorFile
 
     report = BindingReport()
-    with safe_open(str(reference.checkpoint), framework="pt") as base, \
-            safe_open(str(checkpoint), framework="pt") as submitted:  # fmt: skip
+    with TensorFile(reference.checkpoint) as base, TensorFile(checkpoint) as submitted:
         for name in reference.spec:
             if not _equal(base.get_tensor(name), submitted.get_tensor(name)):
                 report.changed.append(name)

@@ -158,12 +158,12 @@ def tensor_changes(checkpoint: Path, reference: Reference, names: set[str],
         file name -> its change.
     """
     import torch
-    from safetensors import safe_open
+
+    from benchmark.model.tensor_file import TensorFile
 
     files = sorted({reference.file_names.get(name, name) for name in names} & set(reference.spec))
     changes: dict[str, TensorChange] = {}
-    with safe_open(str(reference.checkpoint), framework="pt") as base, \
-            safe_open(str(checkpoint), framework="pt") as submitted:  # fmt: skip
+    with TensorFile(reference.checkpoint) as base, TensorFile(checkpoint) as submitted:
         for name in files:
             after = submitted.get_tensor(name)
             before = base.get_tensor(name).to(torch.float64)
