@@ -1,0 +1,215 @@
+"""Peak resident memory of scoring a real-size checkpoint, against the size of its file.
+
+``python -m bench.memorybench --data DIR --checkpoint DIR [--questions 20] [--json OUT]`` runs,
+each as a child process of its own:
+
+- ``evaluate``: ``pflkit evaluate CHECKPOINT --data DIR --split test --limit N --json``, as a
+  participant types it (the checkpoint's values checked, then scored);
+- ``worker``: what the evaluator's worker does with a submitted checkpoint, without the database
+  (``evaluator.worker.runner.JobRunner._evaluate`` on a track-1 submission): the scorer's
+  start-up (:meth:`evaluator.scoring.Scorer.prepare`, the checkpoint directory as the reference
+  model, the test split cut to N questions), the checkpoint checks
+  (:func:`evaluator.validation.checkpoint.validate_checkpoint`, finite values included), the
+  binding's comparison of every tensor with the reference's
+  (:func:`evaluator.validation.binding.check_changes`), track 2's noise floor over every tensor
+  (:func:`evaluator.validation.noise_floor.tensor_changes`) and the scoring
+  (:meth:`evaluator.scoring.Scorer.score`). The submission is a copy of the checkpoint's
+  ``model.safetensors`` in a file of its own, as an upload is;
+- ``floor``: ``pflkit evaluate`` with ``--batch-size 1 --max-answer-tokens 2`` on one torch
+  thread (one question at a time on one stream): what the weights and the runtime take with
+  almost no activations, the least any batch size can reach.
+
+A child's peak resident set (``ru_maxrss`` of ``os.wait4``: resident pages of the files it maps
+count, the weights' included) is printed beside the size of ``model.safetensors``. The worker's
+is the largest of its steps' peaks (``VmHWM``, reset between steps through
+``/proc/self/clear_refs``, which resets ``ru_maxrss`` too), each printed with the resident memory
+after the step.
+Linux only. The goal (issue 47) is a peak of at most 1.3 times the file. Results:
+``docs/results/memory.md``; ``make bench`` runs it on ``pflkit model init --shape vt5-base``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+import click
+
+#: the goal: peak resident memory over the checkpoint file's size.
+GOAL_RATIO = 1.3
+MIB = 1024 * 1024
+
+
+def _status_mib(field: str) -> float:
+    """A ``/proc/self/status`` memory field (``VmHWM``, ``VmRSS``...) in MiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    raise KeyError(field)
+
+
+def _reset_peak() -> None:
+    """Start a new ``VmHWM`` from the current resident set (Linux 4.0 and later)."""
+    Path("/proc/self/clear_refs").write_text("5")
+
+
+def run_child(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+    """Run a command; its peak resident memory (MiB), its seconds and its standard output.
+
+    Raises:
+        RuntimeError: when the command fails.
+    """
+    started = time.perf_counter()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        process = subprocess.Popen(argv, env=env, stdout=out, stderr=err)
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        seconds = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        if process.returncode != 0:
+            raise RuntimeError(f"{' '.join(argv)} failed: {err.read().decode()[-3000:]}")
+        return usage.ru_maxrss / 1024, seconds, out.read().decode()
+
+
+def worker_steps(data: Path, reference: Path, submission: Path, questions: int,
+                 batch_size: int) -> dict[str, dict[str, float]]:  # fmt: skip
+    """The worker's steps on one submission, each with its peak and its resident memory after.
+
+    Args:
+        data: the benchmark directory.
+        reference: the reference checkpoint directory.
+        submission: the submitted ``model.safetensors``.
+        questions: test questions scored.
+        batch_size: the scorer's batch size (the service's default, 32).
+
+    Returns:
+        step -> ``{"peak_mib", "after_mib", "seconds"}``.
+    """
+    from benchmark.data import load_split
+    from benchmark.model.checkpoint_validation import MAX_HEADER_BYTES, MAX_TENSORS
+    from evaluator.scoring import Scorer
+    from evaluator.validation.binding import _Travelled, check_changes
+    from evaluator.validation.checkpoint import validate_checkpoint
+    from evaluator.validation.noise_floor import tensor_changes
+
+    steps: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="pflkit-memorybench-") as cache:
+        scorer = Scorer(data, reference_model=str(reference), batch_size=batch_size,
+                        cache_root=Path(cache), device="cpu")  # fmt: skip
+
+        def start_up() -> None:
+            split = load_split(data, split="test")
+            scorer.__dict__["_test_split"] = split.select(range(min(questions, len(split))))
+            scorer.prepare()
+
+        def later_steps() -> dict[str, Callable[[], object]]:
+            spec = scorer.expected_spec
+            return {
+                "check_checkpoint": partial(validate_checkpoint, submission, spec,
+                                            max_header_bytes=MAX_HEADER_BYTES,
+                                            max_tensors=MAX_TENSORS),
+                "bind": partial(check_changes, submission, scorer.reference,
+                                _Travelled(full=set(spec)), rank=None),
+                "noise_floor": partial(tensor_changes, submission, scorer.reference, set(spec),
+                                       rounds=1),
+                "score": partial(scorer.score, submission),
+            }  # fmt: skip
+
+        for name, action in [("start-up", start_up), *later_steps().items()]:
+            _reset_peak()
+            started = time.perf_counter()
+            action()
+            steps[name] = {"peak_mib": _status_mib("VmHWM"), "after_mib": _status_mib("VmRSS"),
+                           "seconds": time.perf_counter() - started}  # fmt: skip
+    return steps
+
+
+def _machine() -> str:
+    """Cores, CPU model and Python version, for the printed header."""
+    cpu = platform.processor()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        cpu = next((line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
+                    if line.startswith("model name")), cpu)  # fmt: skip
+    return f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}"
+
+
+@click.command()
+@click.option("--data", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              required=True, help="A benchmark directory (`pflkit data generate`).")
+@click.option("--checkpoint", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              required=True,
+              help="A checkpoint directory (`pflkit model init --shape vt5-base`).")
+@click.option("--questions", default=20, show_default=True, help="Test questions scored.")
+@click.option("--batch-size", default=32, show_default=True, help="The worker's batch size.")
+@click.option("--paths", default="evaluate,worker,floor", show_default=True,
+              help="Comma-separated: evaluate, worker, floor.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Also write JSON here.")
+@click.option("--worker-child", type=click.Path(path_type=Path), hidden=True,
+              help="(internal) run the worker's steps on this submission file in this process.")
+def main(data: Path, checkpoint: Path, questions: int, batch_size: int, paths: str,
+         json_out: str | None, worker_child: Path | None) -> None:  # fmt: skip
+    """Peak resident memory of `pflkit evaluate` and of the worker against the file's size."""
+    if worker_child is not None:
+        steps = worker_steps(data, checkpoint, worker_child, questions, batch_size)
+        click.echo(json.dumps(steps))
+        return
+    weights = checkpoint / "model.safetensors"
+    file_mib = weights.stat().st_size / MIB
+    click.echo(f"# {_machine()}, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    click.echo(f"# {weights}: {file_mib:,.0f} MiB; goal: peak <= {GOAL_RATIO}x the file "
+               f"({GOAL_RATIO * file_mib:,.0f} MiB); {questions} test questions")  # fmt: skip
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="pflkit-memorybench-") as scratch:
+        env = {**os.environ, "PFLKIT_CACHE_DIR": str(Path(scratch) / "cache")}
+        for path in [p.strip() for p in paths.split(",") if p.strip()]:
+            if path in ("evaluate", "floor"):
+                pflkit = str(Path(sys.executable).with_name("pflkit"))
+                argv = [pflkit, "evaluate", str(checkpoint), "--data", str(data), "--split",
+                        "test", "--limit", str(questions), "--json"]  # fmt: skip
+                child_env = env
+                if path == "floor":
+                    argv += ["--batch-size", "1", "--max-answer-tokens", "2"]
+                    child_env = {**env, "OMP_NUM_THREADS": "1"}
+                peak, seconds, _ = run_child(argv, child_env)
+                rows.append({"path": path, "peak_mib": peak, "seconds": seconds})
+            elif path == "worker":
+                submission = Path(scratch) / "submission" / "model.safetensors"
+                submission.parent.mkdir()
+                shutil.copyfile(weights, submission)
+                argv = [sys.executable, "-m", "bench.memorybench", "--data", str(data),
+                        "--checkpoint", str(checkpoint), "--questions", str(questions),
+                        "--batch-size", str(batch_size), "--worker-child", str(submission)]  # fmt: skip
+                peak, seconds, out = run_child(argv, env)
+                steps = json.loads(out.strip().splitlines()[-1])
+                # clearing VmHWM between steps clears ru_maxrss too: the peak is the steps' own
+                peak = max(peak, *(figures["peak_mib"] for figures in steps.values()))
+                rows.append({"path": path, "peak_mib": peak, "seconds": seconds, "steps": steps})
+                submission.unlink()
+            else:
+                raise click.BadParameter(f"unknown path {path!r}", param_hint="--paths")
+            row = rows[-1]
+            row.update(file_mib=file_mib, ratio=row["peak_mib"] / file_mib)
+            flag = "" if row["ratio"] <= GOAL_RATIO else "  over the goal"
+            click.echo(f"{path:<10} peak {row['peak_mib']:>7,.0f} MiB  {row['ratio']:.2f}x the "
+                       f"file  {seconds:6.1f} s{flag}")  # fmt: skip
+            for name, figures in row.get("steps", {}).items():
+                click.echo(f"  {name:<18} peak {figures['peak_mib']:>7,.0f} MiB "
+                           f"({figures['peak_mib'] / file_mib:.2f}x), after "
+                           f"{figures['after_mib']:>7,.0f} MiB, {figures['seconds']:6.1f} s")  # fmt: skip
+    if json_out:
+        Path(json_out).write_text(json.dumps(rows, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
