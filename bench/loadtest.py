@@ -1,20 +1,30 @@
-"""Load benchmark of the status endpoint (``GET /api/v1/submissions/{id}``), during uploads.
+"""Load benchmark of the polled endpoints (status, leaderboard page and JSON), during uploads.
 
-``python -m bench.loadtest`` starts a throw-away evaluator (``pflkit serve --no-worker`` in a
-subprocess on a free localhost port, with a SQLite file or ``--db URL``), registers a team,
-stores one finished submission with its transitions, then, for each ``--concurrency`` level,
-sends a bounded number of authenticated status requests from that many concurrent connections
-while ``--uploaders`` clients keep uploading valid submissions, and reports requests per second,
-latency percentiles, errors and the uploads accepted. ``--wrk SECONDS`` measures each level
-again with wrk (an independent load generator, ``apt-get install wrk``), uploads running too.
-``--server/--token/--submission`` measure a running service instead (no uploads). The client
-shares the machine's cores with the server, so the figure is a lower bound for a server with
-its own machine.
+``python -m bench.loadtest`` starts a throw-away evaluator (``pflkit serve`` in a subprocess on a
+free localhost port, with a SQLite file or ``--db URL``), registers a team, stores one finished
+submission with its transitions, then, for each ``--concurrency`` level, sends a bounded number of
+GETs from that many concurrent keep-alive connections while ``--uploaders`` clients keep
+uploading valid submissions, and reports requests per second, latency percentiles (p50, p95,
+p99) overall and per endpoint, errors and the uploads accepted.
+
+``--endpoints`` picks what the readers ask for, each connection in turn (``status``: the
+authenticated ``GET /api/v1/submissions/{id}``, the default; ``page``: ``GET /leaderboard``;
+``json``: ``GET /api/v1/leaderboard?track=1``). ``--data DIR`` runs the server's embedded scoring
+worker on that benchmark (default: ``--no-worker``) and uploads the shipped base checkpoint with
+one tensor changed per upload (declared in the detailed log), so the uploads are scored while
+the readers read; the levels start once the worker is ready, and each reports the submissions
+that reached a final state meanwhile. ``--revalidate`` makes the leaderboard readers poll as
+browsers do, with ``If-None-Match`` and the ETag of their last answer (a 304 counts as
+answered). ``--wrk SECONDS`` measures the status endpoint again with wrk (an independent load
+generator, ``apt-get install wrk``), uploads running too. ``--server/--token/--submission``
+measure a running service instead (no uploads). The client shares the machine's cores with the
+server, so the figures are bounds for a server with its own machine.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import socket
@@ -24,7 +34,9 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import click
@@ -91,93 +103,190 @@ def seed(database_url: str) -> tuple[str, str]:
     return token, submission_id
 
 
-async def _get(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: bytes) -> int:
-    """One keep-alive HTTP/1.1 GET on an open connection; returns the status code."""
+#: the endpoints a reader may ask for (``--endpoints``): name -> path (``{id}``: the seeded
+#: submission)
+ENDPOINTS = {
+    "status": "/api/v1/submissions/{id}",
+    "page": "/leaderboard",
+    "json": "/api/v1/leaderboard?track=1",
+}
+
+
+async def _get(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: bytes
+) -> tuple[int, bytes | None]:
+    """One keep-alive HTTP/1.1 GET on an open connection; returns the status code and ETag."""
     writer.write(request)
     await writer.drain()
     head = await reader.readuntil(b"\r\n\r\n")
     status = int(head.split(b" ", 2)[1])
-    length = 0
+    length, etag = 0, None
     for line in head.split(b"\r\n")[1:]:
         name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
+        name = name.strip().lower()
+        if name == b"content-length":
             length = int(value)
+        elif name == b"etag":
+            etag = value.strip()
     await reader.readexactly(length)
-    return status
+    return status, etag
+
+
+def _percentiles(latencies: list[float]) -> dict[str, float | None]:
+    """p50, p95 and p99 in milliseconds (None without any request)."""
+    if not latencies:
+        return {"p50_ms": None, "p95_ms": None, "p99_ms": None}
+    ordered = sorted(latencies)
+
+    def at(q: float) -> float:
+        return round(1000 * ordered[int(q * (len(ordered) - 1))], 2)
+
+    return {"p50_ms": round(1000 * statistics.median(ordered), 2), "p95_ms": at(0.95),
+            "p99_ms": at(0.99)}  # fmt: skip
+
+
+class Tally:
+    """Latencies, errors and 304s of one endpoint."""
+
+    def __init__(self) -> None:
+        self.latencies: list[float] = []
+        self.errors: Counter[str] = Counter()
+        self.not_modified = 0
+
+    def summary(self) -> dict[str, object]:
+        return {"requests": len(self.latencies), "errors": sum(self.errors.values()),
+                "error_kinds": dict(self.errors), "not_modified": self.not_modified,
+                **_percentiles(self.latencies)}  # fmt: skip
 
 
 async def _hammer(
-    url: str, token: str, *, requests: int, concurrency: int
-) -> tuple[list[float], Counter[str], float]:
+    server: str, token: str, paths: dict[str, str], *, requests: int, concurrency: int,
+    revalidate: bool = False,
+) -> tuple[dict[str, Tally], float]:  # fmt: skip
     """Send ``requests`` GETs over ``concurrency`` keep-alive connections.
 
-    A minimal HTTP/1.1 client (raw asyncio streams) keeps the load generator's own CPU use
-    small, since it shares the machine with the server.
+    Each connection asks for the ``paths`` in turn, connection i starting at the i-th, so
+    that every endpoint gets an equal share at every instant. A minimal HTTP/1.1 client (raw
+    asyncio streams) keeps the load generator's own CPU use small, since it shares the machine
+    with the server. With ``revalidate`` a connection sends the leaderboard's ETag it last got
+    back in ``If-None-Match`` (a 304 is an answer, not an error).
 
     Returns:
-        Latencies, error kinds and wall time.
+        Each endpoint's tally, and the wall time.
     """
-    parts = urlsplit(url)
-    request = (
-        f"GET {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
-        f"Authorization: Bearer {token}\r\nConnection: keep-alive\r\n\r\n"
-    ).encode()
-    latencies: list[float] = []
-    errors: Counter[str] = Counter()
+    parts = urlsplit(server)
+    host, port = parts.hostname, parts.port or 80
+    names = list(paths)
+    head = {name: f"GET {path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+                  f"Authorization: Bearer {token}\r\nConnection: keep-alive\r\n"
+            for name, path in paths.items()}  # fmt: skip
+    tallies = {name: Tally() for name in names}
     remaining = requests
 
-    async def worker() -> None:
+    async def worker(index: int) -> None:
         nonlocal remaining
-        reader, writer = await asyncio.open_connection(parts.hostname, parts.port or 80)
+        reader, writer = await asyncio.open_connection(host, port)
+        etags: dict[str, bytes] = {}
+        turn = index
         try:
             while remaining > 0:
                 remaining -= 1
+                name = names[turn % len(names)]
+                turn += 1
+                request = head[name]
+                if revalidate and name in etags:
+                    request += f"If-None-Match: {etags[name].decode()}\r\n"
+                tally = tallies[name]
                 started = time.perf_counter()
                 try:
-                    status = await _get(reader, writer, request)
-                    if status != 200:
-                        errors[f"HTTP {status}"] += 1
+                    status, etag = await _get(reader, writer, (request + "\r\n").encode())
+                    if status == 304 and revalidate:
+                        tally.not_modified += 1
+                    elif status != 200:
+                        tally.errors[f"HTTP {status}"] += 1
+                    if etag is not None and name != "status":
+                        etags[name] = etag
                 except (OSError, asyncio.IncompleteReadError, ValueError) as exc:
-                    errors[type(exc).__name__] += 1
+                    tally.errors[type(exc).__name__] += 1
                     writer.close()
-                    reader, writer = await asyncio.open_connection(parts.hostname, parts.port or 80)
-                latencies.append(time.perf_counter() - started)
+                    reader, writer = await asyncio.open_connection(host, port)
+                tally.latencies.append(time.perf_counter() - started)
         finally:
             writer.close()
 
     started = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return latencies, errors, time.perf_counter() - started
+    await asyncio.gather(*(worker(i) for i in range(concurrency)))
+    return tallies, time.perf_counter() - started
 
 
-def _upload_parts(seed: int, number: int) -> dict[str, tuple[str, bytes, str]]:
-    """A small valid track-1 submission whose checkpoint differs for every (seed, number)."""
-    import numpy as np
-    from safetensors.numpy import save
-
-    tensors = {
-        "a.weight": np.random.default_rng([seed, number]).standard_normal((64, 64), np.float32)
-    }
+def _log_rows() -> list[str]:
+    """A 2-round FedAvg log with clients 0 and 1, 16 KiB a message."""
     log = ["federated_round,sender,receiver,amount_of_bytes"]
     for r in range(2):
         log += [f"{r},-1,{c},16384" for c in (0, 1)] + [f"{r},{c},-1,16384" for c in (0, 1)]
+    return log
+
+
+def _parts(model: bytes, parameters: list[str]) -> dict[str, tuple[str, bytes, str]]:
+    """An upload's parts: ``model`` with the log above, every message naming ``parameters``."""
+    log = _log_rows()
     meta = {"track": 1, "method": "loadtest", "clients": 10, "clients_per_round": 2, "rounds": 2}
     details = b"".join(
         json.dumps(dict(zip(log[0].split(","), map(int, row.split(",")), strict=True))
-                   | {"format": "fp32", "parameters": []}).encode() + b"\n"
+                   | {"format": "fp32", "parameters": parameters}).encode() + b"\n"
         for row in log[1:]
     )  # fmt: skip
     return {
-        "model": ("model.safetensors", save(tensors), "application/octet-stream"),
+        "model": ("model.safetensors", model, "application/octet-stream"),
         "communication_log": ("communication_log.csv", "\n".join(log).encode() + b"\n", "text/csv"),
         "communication_details": ("communication_log.jsonl", details, "application/jsonl"),
         "metadata": ("submission.json", json.dumps(meta).encode(), "application/json"),
     }
 
 
+def _upload_parts(seed: int, number: int) -> dict[str, tuple[str, bytes, str]]:
+    """A small valid track-1 submission whose checkpoint differs for every (seed, number) (the
+    worker would reject it: not the reference's tensors)."""
+    import numpy as np
+    from safetensors.numpy import save
+
+    tensors = {
+        "a.weight": np.random.default_rng([seed, number]).standard_normal((64, 64), np.float32)
+    }
+    return _parts(save(tensors), [])
+
+
+#: the base checkpoint's tensor that a scored upload changes (8 values)
+CHANGED = "spatial_embedding.LayerNorm.bias"
+
+
+@functools.cache
+def _base_tensors() -> dict[str, Any]:
+    """The shipped base checkpoint's tensors (read once; ``benchmark.shipped``: no torch)."""
+    from safetensors.numpy import load_file
+
+    from benchmark.shipped import BASE_MODEL_DIR
+
+    return load_file(str(BASE_MODEL_DIR / "model.safetensors"))
+
+
+def _scored_upload_parts(seed: int, number: int) -> dict[str, tuple[str, bytes, str]]:
+    """A track-1 submission the worker scores: the shipped base checkpoint with ``CHANGED``
+    moved by a tiny amount that differs for every (seed, number), named by every message of
+    the detailed log (the binding's declared tensors)."""
+    import numpy as np
+    from safetensors.numpy import save
+
+    tensors = dict(_base_tensors())
+    nudge = np.random.default_rng([seed, number]).standard_normal(tensors[CHANGED].shape)
+    tensors[CHANGED] = tensors[CHANGED] + (1e-3 * nudge).astype(tensors[CHANGED].dtype)
+    return _parts(save(tensors), [CHANGED])
+
+
 async def _upload_until(
-    server: str, token: str, seed: int, stop: asyncio.Event, outcome: Counter[str]
-) -> None:
+    server: str, token: str, seed: int, stop: asyncio.Event, outcome: Counter[str],
+    parts: Callable[[int, int], dict[str, tuple[str, bytes, str]]],
+) -> None:  # fmt: skip
     """Upload submissions one after another until ``stop`` is set; count the answers."""
     import httpx
 
@@ -188,7 +297,7 @@ async def _upload_until(
             try:
                 response = await client.post(
                     "/api/v1/submissions",
-                    files=_upload_parts(seed, number),
+                    files=parts(seed, number),
                     headers={"Authorization": f"Bearer {token}"},
                 )
                 outcome["accepted" if response.status_code == 202 else f"HTTP {response.status_code}"] += 1
@@ -197,10 +306,18 @@ async def _upload_until(
 
 
 class Uploads:
-    """``count`` clients uploading in the background of a measurement (``async with``)."""
+    """``count`` clients uploading in the background of a measurement (``async with``).
 
-    def __init__(self, server: str, tokens: list[str]) -> None:
+    Args:
+        server: the service's URL.
+        tokens: one uploading team's token per client.
+        scored: upload checkpoints the worker scores (``_scored_upload_parts``), not the small
+            ones it would reject.
+    """
+
+    def __init__(self, server: str, tokens: list[str], *, scored: bool = False) -> None:
         self.server, self.tokens = server, tokens
+        self.parts = _scored_upload_parts if scored else _upload_parts
         self.outcome: Counter[str] = Counter()
         self.round = 0
 
@@ -210,7 +327,8 @@ class Uploads:
         self.stop = asyncio.Event()
         self.tasks = [
             asyncio.create_task(
-                _upload_until(self.server, token, 1000 * self.round + i, self.stop, self.outcome)
+                _upload_until(self.server, token, 1000 * self.round + i, self.stop, self.outcome,
+                              self.parts)  # fmt: skip
             )
             for i, token in enumerate(self.tokens)
         ]
@@ -257,29 +375,52 @@ async def _wrk(url: str, token: str, *, connections: int, seconds: int) -> dict[
     return {"tool": "wrk 4.1.0", "seconds": seconds, **_parse_wrk(output.decode())}
 
 
+def _final_states(database_url: str | None) -> Counter[str]:
+    """Submissions by final state (finished, rejected, failed) in the server's database."""
+    from sqlalchemy import func, select
+
+    from evaluator.core.db import session_scope
+    from evaluator.models import TERMINAL, Submission
+
+    if database_url is None:
+        return Counter()
+    with session_scope(database_url) as session:
+        rows = session.execute(
+            select(Submission.status, func.count())
+            .where(Submission.status.in_(TERMINAL))
+            .group_by(Submission.status)
+        ).all()
+    return Counter({str(status): count for status, count in rows})
+
+
 async def _measure(
-    url: str, token: str, uploads: Uploads | None, *, requests: int, concurrency: int,
-    wrk_seconds: int,
+    server: str, token: str, paths: dict[str, str], uploads: Uploads | None, *, requests: int,
+    concurrency: int, wrk_seconds: int, revalidate: bool, database_url: str | None,
 ) -> dict[str, object]:  # fmt: skip
     """One concurrency level: the built-in client, then wrk, each during uploads."""
+    before = _final_states(database_url)
     async with uploads or _nothing():
-        latencies, errors, wall = await _hammer(
-            url, token, requests=requests, concurrency=concurrency
-        )
-    latencies.sort()
+        tallies, wall = await _hammer(
+            server, token, paths, requests=requests, concurrency=concurrency,
+            revalidate=revalidate,
+        )  # fmt: skip
+    ended = _final_states(database_url) - before
+    everything = Tally()
+    for tally in tallies.values():
+        everything.latencies += tally.latencies
+        everything.errors += tally.errors
+        everything.not_modified += tally.not_modified
     result: dict[str, object] = {
         "concurrency": concurrency,
-        "requests": requests,
-        "errors": sum(errors.values()),
-        "error_kinds": dict(errors),
         "seconds": round(wall, 3),
         "requests_per_second": round(requests / wall, 1),
-        "latency_ms_p50": round(1000 * statistics.median(latencies), 2),
-        "latency_ms_p95": round(1000 * latencies[int(0.95 * (len(latencies) - 1))], 2),
-        "latency_ms_p99": round(1000 * latencies[int(0.99 * (len(latencies) - 1))], 2),
+        **everything.summary(),
+        "endpoints": {name: tally.summary() for name, tally in tallies.items()},
         "uploads": dict(uploads.outcome) if uploads else None,
+        "ended_meanwhile": dict(ended) if database_url else None,
     }
     if wrk_seconds:
+        url = server.rstrip("/") + paths.get("status", next(iter(paths.values())))
         async with uploads or _nothing():
             result["wrk"] = await _wrk(url, token, connections=concurrency, seconds=wrk_seconds)
         result["wrk"]["uploads"] = dict(uploads.outcome) if uploads else None
@@ -310,8 +451,28 @@ def _wait_healthy(url: str, process: subprocess.Popen, timeout: float = 60) -> N
     raise click.ClickException("the evaluator did not become healthy")
 
 
-def _start_server(database_url: str, storage: Path, api_workers: int) -> tuple[str, subprocess.Popen]:
-    """``pflkit serve --no-worker`` on a free port, healthy; returns its URL and process."""
+def _wait_ready(url: str, process: subprocess.Popen, timeout: float = 900) -> None:
+    """Wait for ``/readyz`` (the embedded worker finished its start-up checks)."""
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise click.ClickException("the evaluator exited before its worker was ready")
+        try:
+            if httpx.get(f"{url}/readyz", timeout=5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(1)
+    raise click.ClickException("the evaluator's worker did not become ready")
+
+
+def _start_server(
+    database_url: str, storage: Path, api_workers: int | None, data: Path | None
+) -> tuple[str, subprocess.Popen]:
+    """``pflkit serve`` on a free port (``--no-worker`` without ``data``), healthy, and ready
+    when it scores; returns its URL and process."""
     port = _free_port()
     server = f"http://127.0.0.1:{port}"
     env = {
@@ -319,12 +480,15 @@ def _start_server(database_url: str, storage: Path, api_workers: int) -> tuple[s
         "PFLKIT_EVALUATOR_LOG_LEVEL": "WARNING",
         "PFLKIT_EVALUATOR_DAILY_QUOTA": "10000",
     }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "pflkit", "serve", "--no-worker", "--port", str(port),
-         "--db", database_url, "--storage", str(storage), "--workers", str(api_workers)],
-        env=env,
-    )  # fmt: skip
+    command = [sys.executable, "-m", "pflkit", "serve", "--port", str(port), "--db", database_url,
+               "--storage", str(storage)]  # fmt: skip
+    command += ["--data", str(data)] if data is not None else ["--no-worker"]
+    if api_workers is not None:
+        command += ["--workers", str(api_workers)]
+    process = subprocess.Popen(command, env=env)
     _wait_healthy(server, process)
+    if data is not None:
+        _wait_ready(server, process)
     return server, process
 
 
@@ -351,15 +515,31 @@ def _levels(value: str) -> list[int]:
     return levels
 
 
+def _endpoints(value: str) -> list[str]:
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    unknown = sorted(set(names) - set(ENDPOINTS))
+    if not names or unknown:
+        raise click.BadParameter(f"give endpoints among {', '.join(ENDPOINTS)}, like status,page")
+    return names
+
+
 @click.command()
 @click.option("--requests", "total", default=3000, show_default=True, help="requests per level")
 @click.option("--concurrency", default="32", show_default=True,
               help="concurrent connections; several levels as 100,200")  # fmt: skip
+@click.option("--endpoints", default="status", show_default=True,
+              help=f"what the readers ask for, in turn: among {', '.join(ENDPOINTS)}")  # fmt: skip
 @click.option("--uploaders", default=0, show_default=True,
               help="clients uploading submissions during each measurement")  # fmt: skip
+@click.option("--data", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              default=None, help="run the embedded scoring worker on this benchmark and upload "
+              "checkpoints it scores (default: no worker)")  # fmt: skip
+@click.option("--revalidate", is_flag=True,
+              help="leaderboard readers send If-None-Match with their last ETag")  # fmt: skip
 @click.option("--wrk", "wrk_seconds", default=0, show_default=True,
               help="also run wrk for this many seconds per level (0: not)")  # fmt: skip
-@click.option("--api-workers", default=1, show_default=True, help="uvicorn processes of the server")
+@click.option("--api-workers", default=None, type=int,
+              help="uvicorn processes of the server (default: pflkit serve's)")  # fmt: skip
 @click.option("--db", "database_url", default=None, help="database of the throw-away server")
 @click.option("--server", default=None, help="measure this running service instead")
 @click.option("--token", default=None, help="token for --server")
@@ -368,17 +548,22 @@ def _levels(value: str) -> list[int]:
 def main(
     total: int,
     concurrency: str,
+    endpoints: str,
     uploaders: int,
+    data: Path | None,
+    revalidate: bool,
     wrk_seconds: int,
-    api_workers: int,
+    api_workers: int | None,
     database_url: str | None,
     server: str | None,
     token: str | None,
     submission: str | None,
     as_json: bool,
 ) -> None:
-    """Measure requests/s of the status endpoint under concurrent load, during uploads."""
+    """Measure requests/s and latency of the polled endpoints under concurrent load, during
+    uploads."""
     levels = _levels(concurrency)
+    names = _endpoints(endpoints)
     process = None
     scratch = tempfile.TemporaryDirectory(prefix="pflkit-loadtest-")
     results = []
@@ -388,37 +573,44 @@ def main(
             database_url = database_url or f"sqlite:///{storage / 'evaluator.db'}"
             token, submission = seed(database_url)
             tokens = _uploader_tokens(database_url, uploaders)
-            server, process = _start_server(database_url, storage, api_workers)
+            server, process = _start_server(database_url, storage, api_workers, data)
         elif not (token and submission):
             raise click.UsageError("--server needs --token and --submission")
         else:
-            tokens = []
-        uploads = Uploads(server, tokens) if tokens else None
-        url = f"{server.rstrip('/')}/api/v1/submissions/{submission}"
+            tokens, database_url = [], None
+        uploads = Uploads(server, tokens, scored=data is not None) if tokens else None
+        paths = {name: ENDPOINTS[name].replace("{id}", submission) for name in names}
         for level in levels:
             results.append(
                 asyncio.run(
-                    _measure(url, token, uploads, requests=total, concurrency=level,
-                             wrk_seconds=wrk_seconds)  # fmt: skip
+                    _measure(server, token, paths, uploads, requests=total, concurrency=level,
+                             wrk_seconds=wrk_seconds, revalidate=revalidate,
+                             database_url=database_url)  # fmt: skip
                 )
             )
     finally:
         if process is not None:
             process.terminate()
-            process.wait(timeout=30)
+            process.wait(timeout=60)
         scratch.cleanup()
     common = {
-        "endpoint": "GET /api/v1/submissions/{id}",
-        "api_workers": api_workers if process is not None else None,
+        "endpoints_asked": [f"GET {ENDPOINTS[name]}" for name in names],
+        "api_workers": (api_workers or "pflkit serve's default") if process is not None else None,
+        "worker": data is not None,
         "database": (database_url or "external").split(":", 1)[0],
         "uploaders": uploaders,
+        "revalidate": revalidate,
     }
     for result in results:
         if as_json:
             click.echo(json.dumps({**common, **result}))
             continue
         for key, value in {**common, **result}.items():
-            click.echo(f"{key:>22}: {value}")
+            if key == "endpoints":
+                for name, figures in value.items():  # type: ignore[attr-defined]
+                    click.echo(f"{name:>22}: {figures}")
+            else:
+                click.echo(f"{key:>22}: {value}")
         click.echo("")
 
 
