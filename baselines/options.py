@@ -11,20 +11,23 @@ use (``lora_rank``, ``server_lr``, ``epsilon``) and from which its command-line 
 A component's options are rebuilt from the keys it owns by :func:`build_options`, so its own
 validation (``__post_init__``) runs on every configuration, with an error that names the flag.
 
-Discovery (:func:`discover`) imports every module of a package and collects the component classes
-defined there, so a new method, strategy or optimiser is one new file.
+Discovery (:func:`benchmark.discovery.discover`, imported here as ``discover``) imports every
+module of a package and collects the component classes defined there, so a new method, strategy
+or optimiser is one new file.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import inspect
-import pkgutil
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from benchmark.discovery import discover
+
+__all__ = ["OptionSpec", "build_options", "discover", "option", "option_keys", "option_specs"]
 
 T = TypeVar("T")
 
@@ -194,36 +197,3 @@ def build_options(cls: type[T], values: Mapping[str, Any]) -> T:
 def option_keys(classes: Iterable[type]) -> set[str]:
     """The keys of every field of the given options classes."""
     return {spec.key for cls in classes for spec in option_specs(cls)}
-
-
-def discover(package: str, base: type[T]) -> dict[str, type[T]]:
-    """The concrete subclasses of ``base`` defined in the modules of a package, by ``name``.
-
-    Args:
-        package: a package name (``baselines.methods``).
-        base: the component base class (a class is listed when it sets a ``name`` of its own).
-
-    Returns:
-        Name -> class, sorted by name.
-
-    Raises:
-        ValueError: when two classes claim the same name.
-    """
-    root = importlib.import_module(package)
-    found: dict[str, type[T]] = {}
-    for module_info in pkgutil.iter_modules(root.__path__):
-        module = importlib.import_module(f"{package}.{module_info.name}")
-        for _, cls in inspect.getmembers(module, inspect.isclass):
-            if (
-                cls.__module__ == module.__name__
-                and issubclass(cls, base)
-                and cls.__dict__.get("name")
-                and not inspect.isabstract(cls)
-            ):
-                if cls.name in found and found[cls.name] is not cls:
-                    raise ValueError(
-                        f"{cls.__module__}.{cls.__qualname__} and {found[cls.name].__qualname__} "
-                        f"are both named {cls.name!r}; give one of them another name"
-                    )
-                found[cls.name] = cls
-    return dict(sorted(found.items()))

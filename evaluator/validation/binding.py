@@ -13,8 +13,9 @@ tally says nothing about what the messages carried. From the organisers' referen
    have changed by a matrix of numerical rank at most r (Hu et al. 2022, "LoRA",
    https://arxiv.org/abs/2106.09685: the merged change is ``(alpha / r) B A``).
 3. **Bytes.** Each message must claim at least the bytes its wire format needs for the tensors
-   it names (:func:`benchmark.wire_formats.data_bytes`: fp32 4 bytes a value, NF4 the packed
-   size), their sizes taken from the reference checkpoint (adapters: r x in and out x r).
+   it names (the format's size formula, :meth:`benchmark.wire_formats.base.WireFormat.data_bytes`:
+   fp32 4 bytes a value, NF4 the packed size), their shapes taken from the reference checkpoint
+   (adapters: r x in and out x r).
 4. **Metadata.** The clients, messages, total bytes and wire format the metadata states must be
    those of the logs and the benchmark (the rounds and clients per round are checked with the
    CSV, :func:`evaluator.validation.commlog.parse_log`).
@@ -33,7 +34,7 @@ from typing import Any
 
 from benchmark.communication_log import SERVER, lora_adapted_module
 from benchmark.model.checkpoint_validation import TensorSpec
-from benchmark.wire_formats import UnknownWireFormat, data_bytes
+from benchmark.wire_formats import UnknownWireFormat, wire_format
 from evaluator.validation.commdetails import PART, DetailedMessage
 from evaluator.validation.commlog import CommunicationTally
 from evaluator.validation.errors import InvalidSubmission
@@ -179,11 +180,12 @@ def check_message_bytes(
     for message in messages:
         key = (message.format, message.parameters)
         if key not in sizes:
-            numels = [_numel(name, message, reference, rank) for name in message.parameters]
+            shapes = [_sent_shape(name, message, reference, rank) for name in message.parameters]
             try:
-                sizes[key] = (data_bytes(message.format, numels), sum(numels))
+                needed = wire_format(message.format).data_bytes(shapes)
             except UnknownWireFormat as error:
                 raise InvalidSubmission(PART, f"{message.describe()}: {error}") from None
+            sizes[key] = (needed, sum(math.prod(shape) for shape in shapes))
         (needed, values), claimed = sizes[key], message.row[3]
         if claimed < needed:
             raise InvalidSubmission(
@@ -277,12 +279,13 @@ def numerical_rank(before: Any, after: Any) -> tuple[int, Any, float]:
     return int((singular > tolerance).sum()), singular, tolerance
 
 
-def _numel(name: str, message: DetailedMessage, reference: Reference, rank: int | None) -> int:
-    """Values of one named tensor of a message (an adapter factor: r x in or out x r)."""
+def _sent_shape(
+    name: str, message: DetailedMessage, reference: Reference, rank: int | None
+) -> tuple[int, ...]:
+    """The shape of one named tensor of a message (an adapter factor: r x in or out x r)."""
     adapter = lora_adapted_module(name)
     if adapter is None:
-        shape = _shape(reference, _file_name(name, reference), name, message)
-        return math.prod(shape)
+        return _shape(reference, _file_name(name, reference), name, message)
     module, matrix = adapter
     weight = _file_name(f"{module}.weight", reference)
     if weight not in reference.spec or len(reference.spec[weight][0]) != 2:
@@ -296,7 +299,7 @@ def _numel(name: str, message: DetailedMessage, reference: Reference, rank: int 
             "declares no LoRA rank (method_options.rank)",
         )  # fmt: skip
     out_features, in_features = reference.spec[weight][0]
-    return rank * (in_features if matrix == "A" else out_features)
+    return (rank, in_features) if matrix == "A" else (out_features, rank)
 
 
 def _shape(

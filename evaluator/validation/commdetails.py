@@ -9,14 +9,13 @@ the messages carried is bound to the checkpoint by :mod:`evaluator.validation.bi
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from benchmark.communication_log import DETAILS_KEYS, HEADER
 from benchmark.strict_json import JsonLimits
-from benchmark.wire_formats import UnknownWireFormat, data_bytes
+from benchmark.wire_formats import NAME_PATTERN, UnknownWireFormat, wire_format
 from evaluator.validation.errors import InvalidSubmission
 from evaluator.validation.jsonfile import parse_json_object
 
@@ -25,7 +24,6 @@ PART = "communication_details"
 MAX_LINE_BYTES = 4 * 1024 * 1024
 MAX_NAME_CHARS = 300
 _LIMITS = JsonLimits(max_depth=2, max_number_chars=20, max_keys=32)
-_FORMAT = re.compile(r"[a-z0-9][a-z0-9_.-]{0,39}", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -125,12 +123,12 @@ def _message(raw: bytes, number: int, max_parameters: int) -> DetailedMessage:
             raise InvalidSubmission(PART, f"line {number}: {key} must be an integer")
         values.append(value)
     wire = data["format"]
-    if not isinstance(wire, str) or not _FORMAT.fullmatch(wire):
+    if not isinstance(wire, str) or not NAME_PATTERN.fullmatch(wire):
         raise InvalidSubmission(
             PART, f"line {number}: format must be a wire-format name such as fp32 or nf4"
         )
     try:
-        data_bytes(wire, ())  # an unknown format is refused at upload, not only by the worker
+        wire_format(wire)  # an unknown format is refused at upload, not only by the worker
     except UnknownWireFormat as error:
         raise InvalidSubmission(PART, f"line {number}: {error}") from None
     names = data["parameters"]

@@ -18,8 +18,9 @@ benchmark knows better:
 - **Server step.** ``submission.json``'s ``server`` (``{"strategy", "lr", "momentum"}``, written
   by ``pflkit train``): a linear step (``fedavg`` or ``fedavgm``) is required, since an
   adaptive server optimiser transforms the noise non-linearly and has no floor here.
-- **Wire.** Every uplink message in ``fp32``: a lossy format (NF4) quantises the noisy update,
-  which the bound does not model.
+- **Wire.** Every uplink message in a lossless wire format (the format's declared
+  ``lossless``, :class:`benchmark.wire_formats.base.WireFormat`: ``fp32``): a lossy format (NF4)
+  quantises the noisy update, which the bound does not model.
 
 A submission outside the band is an :class:`InvalidSubmission` naming the expected and
 observed energies; the verdict's figures go into the privacy report.
@@ -42,7 +43,7 @@ from accountant.noise_floor import (
     check_noise_floor,
 )
 from benchmark.communication_log import SERVER, lora_adapted_module
-from benchmark.wire_formats import FP32
+from benchmark.wire_formats import UnknownWireFormat, wire_format
 from evaluator.validation.binding import Reference
 from evaluator.validation.commdetails import PART as DETAILS_PART
 from evaluator.validation.commdetails import DetailedMessage
@@ -117,7 +118,7 @@ def uplink_rounds(messages: Sequence[DetailedMessage]) -> tuple[list[list[int]],
         (clients per round in round order, names of the tensors sent in full).
 
     Raises:
-        InvalidSubmission: an uplink message in a lossy wire format.
+        InvalidSubmission: an uplink message in a lossy (or unknown) wire format.
     """
     rounds: dict[int, set[int]] = {}
     names: set[str] = set()
@@ -126,11 +127,12 @@ def uplink_rounds(messages: Sequence[DetailedMessage]) -> tuple[list[list[int]],
         round_, sender, _, _ = message.row
         if sender == SERVER:
             continue
-        if message.format != FP32:
+        if not _lossless(message):
             raise InvalidSubmission(
                 DETAILS_PART, f"{message.describe()} is in {message.format!r}: track 2's noise "
-                "floor is defined for fp32 uplink messages (a lossy format's quantisation of "
-                "the noisy update is not modelled); send the updates in fp32",
+                "floor is defined for fp32 uplink messages and other lossless wire formats (a "
+                "lossy format's quantisation of the noisy update is not modelled); send the "
+                "updates in fp32",
             )  # fmt: skip
         rounds.setdefault(round_, set()).add(sender)
         carried = carried or bool(message.parameters)
@@ -142,6 +144,14 @@ def uplink_rounds(messages: Sequence[DetailedMessage]) -> tuple[list[list[int]],
             "the tensors of each message)",
         )  # fmt: skip
     return [sorted(rounds[r]) for r in sorted(rounds)], names
+
+
+def _lossless(message: DetailedMessage) -> bool:
+    """Whether a message's wire format declares itself lossless (an unknown one does not)."""
+    try:
+        return wire_format(message.format).lossless
+    except UnknownWireFormat:
+        return False
 
 
 def tensor_changes(checkpoint: Path, reference: Reference, names: set[str],
