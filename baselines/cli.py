@@ -93,6 +93,12 @@ def _registry_options(*, help_only: bool) -> tuple[click.Parameter, ...]:
     type=click.Choice(["none", "nf4"]),
     help="Wire quantisation of every message (nf4: 4 bits + fp32 scale per 64 values).",
 )
+@click.option(
+    "--wire",
+    metavar="NAME",
+    help="Wire format of every message, a format of benchmark/wire_formats/: fp32, nf4, nf4-B "
+    "(blocks of B values, B a power of two from 128 to 4096). --quantize nf4 is --wire nf4.",
+)
 @click.option("--seed", type=int, help="Seed of sampling, shuffling and adapter initialisation.")
 @click.option(
     "--val-limit",
@@ -246,7 +252,10 @@ def train(
         if spec is not None and value is not None:
             value = _csv(value) if spec.kind == "csv" else spec.to_field(value)
         overrides[key] = value
-    overrides["wire"] = None if quantize is None else ("fp32" if quantize == "none" else quantize)
+    if quantize is not None:
+        if overrides.get("wire") is not None:
+            raise click.UsageError("give the wire format once: --wire or --quantize")
+        overrides["wire"] = "fp32" if quantize == "none" else quantize
     run_dir = RunDirectory(out_dir)
     try:
         config = preset_config(preset, **overrides) if recipe_config is None else recipe_config

@@ -3,8 +3,9 @@
 The run's shape (rounds, clients per round, local epochs, batch size, seed, evaluation) is a field
 each; the method, strategy and local optimiser are names of their registries
 (:data:`~baselines.methods.METHODS`, :data:`~baselines.strategies.STRATEGIES`,
-:data:`~baselines.optimizers.OPTIMIZERS`), and ``options`` holds the values of the options those
-components and the federated pre-training phase (:mod:`baselines.fsp.options`) own
+:data:`~baselines.optimizers.OPTIMIZERS`), the wire format a name of
+:data:`~benchmark.wire_formats.WIRE_FORMATS`, and ``options`` holds the values of the options
+those components and the federated pre-training phase (:mod:`baselines.fsp.options`) own
 (:mod:`baselines.options`), so nothing here mirrors a component's fields: a new
 method's options are configured without editing this module.
 """
@@ -21,7 +22,7 @@ from baselines.methods import METHODS, Method, RunShape
 from baselines.optimizers import OPTIMIZERS, Optimizer
 from baselines.options import OptionSpec, build_options, option_specs
 from baselines.strategies import STRATEGIES, Strategy, parents_first
-from baselines.wire import CODECS, WireCodec, get_codec
+from baselines.wire import WireCodec, codec_class, get_codec
 from benchmark.model.device import check_device_name, check_precision
 
 
@@ -34,7 +35,8 @@ class TrainConfig:
         method: what clients train and send (a name of ``METHODS``: ``full``, ``lora``, ...).
         strategy: how the server combines (a name of ``STRATEGIES``).
         optimizer: the local optimiser (a name of ``OPTIMIZERS``: ``adamw``, ``sgd``, ``shampoo``).
-        wire: wire format of every message (``fp32`` or ``nf4``).
+        wire: wire format of every message, a format of :mod:`benchmark.wire_formats`
+            (``fp32``, ``nf4``, ``nf4-B``) with a codec (:func:`baselines.wire.codec_class`).
         rounds: federated rounds (0 only for a method that personalises every client
             afterwards: ``local-only``).
         clients_per_round: M, clients sampled per round.
@@ -83,10 +85,10 @@ class TrainConfig:
             ("method", self.method, METHODS),
             ("strategy", self.strategy, STRATEGIES),
             ("optimizer", self.optimizer, OPTIMIZERS),
-            ("wire format", self.wire, CODECS),
         ):
             if name not in registry:
                 raise ValueError(f"unknown {kind} {name!r}; choose one of {sorted(registry)}")
+        codec_class(self.wire)  # a format of benchmark/wire_formats/ with a codec
         for name in ("clients_per_round", "local_epochs", "batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")

@@ -5,9 +5,10 @@ NF4 is the data type of Dettmers et al. 2023, "QLoRA: Efficient Finetuning of Qu
 Each tensor is flattened, cut into blocks of 64 values, every block scaled by its absolute
 maximum (sent as float32) and each value replaced by the index of the nearest of 16 NF4 levels,
 two indices per byte. A tensor of ``n`` values therefore costs ``ceil(n/2) + 4 ceil(n/64)`` bytes,
-4.5 bits per value: the count the track-1 winner reported (the formula is
-:func:`benchmark.wire_formats.nf4_data_bytes`, which the evaluator checks messages against). Only the wire is quantised: the receiver
-dequantises to float32 at once, so local training and server aggregation stay in full precision.
+4.5 bits per value: the count the track-1 winner reported (the formula is the format's,
+:class:`benchmark.wire_formats.nf4.NF4Format`, which the evaluator checks messages against).
+Only the wire is quantised: the receiver dequantises to float32 at once, so local training and
+server aggregation stay in full precision.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
 from baselines.wire.codec import EncodedMessage, WireCodec
-from benchmark.wire_formats import NF4_BLOCK_SIZE, NF4_BLOCK_SIZES, nf4_data_bytes, nf4_format_name
+from benchmark.wire_formats import NF4, NF4_BLOCK_SIZE, NF4Format, WireFormat, nf4_data_bytes
 
 BLOCK_SIZE = NF4_BLOCK_SIZE
 __all__ = ["BLOCK_SIZE", "NF4Codec", "nf4_data_bytes"]
@@ -29,14 +30,20 @@ __all__ = ["BLOCK_SIZE", "NF4Codec", "nf4_data_bytes"]
 class NF4Codec(WireCodec):
     """Quantises every tensor of a message to NF4 (blocks of 64, fp32 absmax per block)."""
 
-    name = "nf4"
+    name = NF4
 
     def __init__(self, blocksize: int = BLOCK_SIZE) -> None:
-        if blocksize not in NF4_BLOCK_SIZES:
-            raise ValueError(f"NF4 block size must be a power of two in [64, 4096], got {blocksize}")
+        wire_format = NF4Format(blocksize)  # checks the block size
         self.blocksize = blocksize
-        self.name = nf4_format_name(blocksize)
+        self.name = wire_format.format_name
         import bitsandbytes.functional  # noqa: F401  (import once, outside the timed rounds)
+
+    @classmethod
+    def from_format(cls, wire_format: WireFormat) -> NF4Codec:
+        """The codec of ``nf4`` or ``nf4-B`` (see :meth:`WireCodec.from_format`)."""
+        if not isinstance(wire_format, NF4Format):
+            raise TypeError(f"NF4Codec sends nf4 and nf4-B, not {wire_format.format_name!r}")
+        return cls(wire_format.blocksize)
 
     def encode(self, tensors: Mapping[str, torch.Tensor]) -> EncodedMessage:
         """Quantise and serialise tensors (see :class:`WireCodec`)."""
