@@ -13,7 +13,10 @@ import signal
 import socket
 import subprocess
 import sys
+import uuid
 from pathlib import Path
+
+import pytest
 
 TUTORIALS = Path(__file__).resolve().parents[2] / "docs" / "tutorials"
 BLOCK = re.compile(r"^```bash\n(.*?)^```", re.DOTALL | re.MULTILINE)
@@ -31,11 +34,16 @@ def _free_port() -> str:
         return str(probe.getsockname()[1])
 
 
-def run_tutorial(page: Path, folder: Path, timeout: float = 900) -> subprocess.CompletedProcess:
-    """Run a page's blocks as one script in ``folder``; the completed process."""
+def run_tutorial(page: Path, folder: Path, timeout: float = 900,
+                 replace: dict[str, str] | None = None,
+                 env: dict[str, str] | None = None) -> subprocess.CompletedProcess:  # fmt: skip
+    """Run a page's blocks as one script in ``folder`` (``replace``: text substituted in the
+    script, such as a database name); the completed process."""
     script = "set -euo pipefail\n" + "\n".join(shell_blocks(page)).replace(PORT, _free_port())
+    for old, new in (replace or {}).items():
+        script = script.replace(old, new)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}  # fmt: skip
+           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **(env or {})}  # fmt: skip
     shell = subprocess.Popen(["bash", "-c", script], cwd=folder, env=env, text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              start_new_session=True)  # fmt: skip
@@ -67,3 +75,33 @@ def test_your_first_submission(tmp_path: Path) -> None:
     assert "refused\n" in out  # the tutorial's `|| echo "refused"`
     assert "Track 1: fewest bytes at test ANLS >= 0.8242" in out
     assert '"anls":' in out  # pflkit evaluate --json
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+@pytest.mark.timeout(1500)
+def test_run_a_competition(tmp_path: Path) -> None:
+    from tests.evaluator.conftest import _postgres_available
+
+    if not _postgres_available():
+        pytest.skip("PostgreSQL is not running on 127.0.0.1:5432")
+    try:
+        socket.create_connection(("127.0.0.1", 6379), timeout=1).close()
+    except OSError:
+        pytest.skip("Redis is not running on 127.0.0.1:6379")
+    database = f"pflkit_tutorial_{uuid.uuid4().hex[:12]}"
+    try:
+        result = run_tutorial(TUTORIALS / "run-a-competition.md", tmp_path, timeout=1400,
+                              replace={"pflkit_tutorial": database},
+                              env={"PFLKIT_EVALUATOR_QUEUE_NAME": database})  # fmt: skip
+    finally:
+        subprocess.run(["dropdb", "--if-exists", "-h", "127.0.0.1", "-U", "postgres", database],
+                       check=False, capture_output=True)  # fmt: skip
+    assert result.returncode == 0, result.stdout[-6000:]
+    out = result.stdout
+    assert "track1_threshold 0.2658 written to benchmark/benchmark.json" in out
+    assert re.search(r"^submission [0-9a-f-]{36} finished$", out, re.MULTILINE), out[-3000:]
+    board = tmp_path / "competition" / "leaderboard.csv"
+    assert board.read_text().startswith("track,budget,rank,team,method,anls")
+    assert "alpha" in board.read_text()
+    assert (tmp_path / "competition" / "evaluator-backup").is_dir()

@@ -25,9 +25,9 @@ TRAIN = ("--rounds", "1", "--clients-per-round", "2", "--local-epochs", "1", "--
          "--val-limit", "0", "--threads", "1", "--no-progress")  # fmt: skip
 
 
-def _train(out: Path, data: Path, base: Path, *method: str) -> Path:
+def _train(out: Path, data: Path, base: Path, *method: str, timeout: float = 600) -> Path:
     result = pflkit("train", *method, "--data", str(data), "--out", str(out), "--base",
-                    str(base), *TRAIN)  # fmt: skip
+                    str(base), *TRAIN, timeout=timeout)  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     return out
 
@@ -162,7 +162,7 @@ def test_every_preset_and_a_bundled_method_are_reproduced_exactly_through_the_se
     from baselines.presets import all_presets
 
     runs = {preset: _train(tmp_path / preset, tiny_benchmark, tiny_reference,
-                           *_every_preset_args(preset))
+                           *_every_preset_args(preset), timeout=1800)
             for preset in sorted(all_presets())}  # fmt: skip
     runs["myprox"] = _bundled_run(tmp_path / "participant", tiny_benchmark, tiny_reference)
     database_url = f"sqlite:///{tmp_path / 'evaluator.db'}"
