@@ -12,8 +12,9 @@ authenticated ``GET /api/v1/submissions/{id}``, the default; ``page``: ``GET /le
 ``json``: ``GET /api/v1/leaderboard?track=1``). ``--data DIR`` runs the server's embedded scoring
 worker on that benchmark (default: ``--no-worker``) and uploads the shipped base checkpoint with
 one tensor changed per upload (declared in the detailed log), so the uploads are scored while
-the readers read; the levels start once the worker is ready, and each reports the submissions
-that reached a final state meanwhile. ``--revalidate`` makes the leaderboard readers poll as
+the readers read: the uploads start once the worker is ready and run through every level, the
+first level starts once the worker scores the first upload (the uploads outpace the worker, so
+it stays busy), and each level reports the submissions that reached a final state meanwhile. ``--revalidate`` makes the leaderboard readers poll as
 browsers do, with ``If-None-Match`` and the ETag of their last answer (a 304 counts as
 answered). ``--wrk SECONDS`` measures the status endpoint again with wrk (an independent load
 generator, ``apt-get install wrk``), uploads running too. ``--server/--token/--submission``
@@ -397,13 +398,12 @@ async def _measure(
     server: str, token: str, paths: dict[str, str], uploads: Uploads | None, *, requests: int,
     concurrency: int, wrk_seconds: int, revalidate: bool, database_url: str | None,
 ) -> dict[str, object]:  # fmt: skip
-    """One concurrency level: the built-in client, then wrk, each during uploads."""
+    """One concurrency level: the built-in client, then wrk (uploads running throughout)."""
     before = _final_states(database_url)
-    async with uploads or _nothing():
-        tallies, wall = await _hammer(
-            server, token, paths, requests=requests, concurrency=concurrency,
-            revalidate=revalidate,
-        )  # fmt: skip
+    accepted = Counter(uploads.outcome) if uploads else Counter()
+    tallies, wall = await _hammer(
+        server, token, paths, requests=requests, concurrency=concurrency, revalidate=revalidate
+    )
     ended = _final_states(database_url) - before
     everything = Tally()
     for tally in tallies.values():
@@ -416,15 +416,50 @@ async def _measure(
         "requests_per_second": round(requests / wall, 1),
         **everything.summary(),
         "endpoints": {name: tally.summary() for name, tally in tallies.items()},
-        "uploads": dict(uploads.outcome) if uploads else None,
+        "uploads": dict(uploads.outcome - accepted) if uploads else None,
         "ended_meanwhile": dict(ended) if database_url else None,
     }
     if wrk_seconds:
         url = server.rstrip("/") + paths.get("status", next(iter(paths.values())))
-        async with uploads or _nothing():
-            result["wrk"] = await _wrk(url, token, connections=concurrency, seconds=wrk_seconds)
-        result["wrk"]["uploads"] = dict(uploads.outcome) if uploads else None
+        accepted = Counter(uploads.outcome) if uploads else Counter()
+        result["wrk"] = await _wrk(url, token, connections=concurrency, seconds=wrk_seconds)
+        result["wrk"]["uploads"] = dict(uploads.outcome - accepted) if uploads else None
     return result
+
+
+async def _scoring_started(database_url: str | None, timeout: float = 600) -> None:
+    """Wait until the worker scores an upload (a submission in ``scoring``)."""
+    from sqlalchemy import func, select
+
+    from evaluator.core.db import session_scope
+    from evaluator.models import Status, Submission
+
+    deadline = time.monotonic() + timeout
+    while database_url is not None and time.monotonic() < deadline:
+        with session_scope(database_url) as session:
+            scoring = session.scalar(
+                select(func.count()).where(Submission.status == Status.SCORING.value)
+            )
+        if scoring:
+            return
+        await asyncio.sleep(0.5)
+    if database_url is not None:
+        raise click.ClickException("the worker scored no upload")
+
+
+async def _levels_during_uploads(
+    server: str, token: str, paths: dict[str, str], uploads: Uploads | None, levels: list[int],
+    *, scored: bool, **options: Any,
+) -> list[dict[str, object]]:  # fmt: skip
+    """Every level in turn while the uploads run; with ``scored``, from when the worker
+    started scoring the first upload (the queue then keeps it busy: uploads outpace it)."""
+    async with uploads or _nothing():
+        if scored and uploads is not None:
+            await _scoring_started(options["database_url"])
+        return [
+            await _measure(server, token, paths, uploads, concurrency=level, **options)
+            for level in levels
+        ]
 
 
 class _nothing:
@@ -566,7 +601,7 @@ def main(
     names = _endpoints(endpoints)
     process = None
     scratch = tempfile.TemporaryDirectory(prefix="pflkit-loadtest-")
-    results = []
+    results: list[dict[str, object]] = []
     try:
         if server is None:
             storage = Path(scratch.name)
@@ -580,14 +615,12 @@ def main(
             tokens, database_url = [], None
         uploads = Uploads(server, tokens, scored=data is not None) if tokens else None
         paths = {name: ENDPOINTS[name].replace("{id}", submission) for name in names}
-        for level in levels:
-            results.append(
-                asyncio.run(
-                    _measure(server, token, paths, uploads, requests=total, concurrency=level,
-                             wrk_seconds=wrk_seconds, revalidate=revalidate,
-                             database_url=database_url)  # fmt: skip
-                )
+        results = asyncio.run(
+            _levels_during_uploads(
+                server, token, paths, uploads, levels, scored=data is not None, requests=total,
+                wrk_seconds=wrk_seconds, revalidate=revalidate, database_url=database_url,
             )
+        )  # fmt: skip
     finally:
         if process is not None:
             process.terminate()
