@@ -25,15 +25,17 @@ from baselines.cli import train
 from baselines.config import TrainConfig
 from baselines.wire import CastCodec, get_codec
 from benchmark.wire_formats import UnknownWireFormat, wire_format
-from evaluator import crud
-from evaluator.core.db import session_scope
-from evaluator.queue import TaskQueue
 from evaluator.validation.commdetails import DetailedMessage
 from evaluator.validation.errors import InvalidSubmission
 from evaluator.validation.noise_floor import uplink_rounds
 from evaluator.worker import JobRunner
 from tests.evaluator.factories import store_run
+from tests.evaluator.test_binding import outcome
+from tests.evaluator.test_binding import runner as binding_runner
 from tests.small_model import save_small_reference
+
+#: the binding tests' worker fixture (the real worker on the `tiny` test split)
+runner = binding_runner
 
 #: the whole of two wire formats: what a new format's file holds.
 TOY_FORMATS = '''
@@ -169,22 +171,6 @@ def run(toy_module, tmp_path_factory, tiny_benchmark: Path, small_reference: Pat
                                         *TRAIN], catch_exceptions=False)  # fmt: skip
     assert result.exit_code == 0, result.output
     return out
-
-
-@pytest.fixture
-def runner(settings, tiny_benchmark: Path, small_reference: Path) -> JobRunner:  # type: ignore[no-untyped-def]
-    """The real worker with the small reference, scoring on the `tiny` benchmark's test split."""
-    scoring = settings.model_copy(update={"data_dir": tiny_benchmark, "batch_size": 32,
-                                          "reference_model": str(small_reference)})  # fmt: skip
-    return JobRunner(scoring, TaskQueue(scoring.queue, name=scoring.queue_name))
-
-
-def outcome(runner: JobRunner, submission_id: str) -> tuple[str, str | None]:
-    """Run the worker on a submission; its final status and reason."""
-    runner.run(submission_id)
-    with session_scope(runner.settings.db_url) as session:
-        row = crud.get_submission(session, submission_id=submission_id)
-        return row.status, row.reason
 
 
 # The binding runs before any database write; the worker's transitions on PostgreSQL are
