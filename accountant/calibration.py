@@ -43,8 +43,9 @@ def get_noise_multiplier(
 ) -> float:
     """Smallest multiple of ``precision`` whose epsilon does not exceed ``target_epsilon``.
 
-    >>> get_noise_multiplier(target_epsilon=1.0, delta=1e-5, sample_rate=0.025, steps=5)
-    1.1477
+    Examples:
+        >>> get_noise_multiplier(target_epsilon=1.0, delta=1e-5, sample_rate=0.025, steps=5)
+        1.1477
 
     Args:
         target_epsilon: privacy budget (> 0).

@@ -90,11 +90,12 @@ class PrivacyDeclaration:
 def parse_declaration(data: Mapping) -> PrivacyDeclaration:
     """Validate a parsed privacy.json object.
 
-    >>> parse_declaration({"epsilon": 1, "delta": 1e-5, "noise_multiplier": 1.145,
-    ...     "clipping_norm": 0.5, "rounds": 5, "clients": 10, "clients_per_round": 2,
-    ...     "providers_per_round": 50, "min_providers": 400, "sampling": "poisson",
-    ...     "analysis": "competition", "unit": "provider"}).rounds
-    5
+    Examples:
+        >>> parse_declaration({"epsilon": 1, "delta": 1e-5, "noise_multiplier": 1.145,
+        ...     "clipping_norm": 0.5, "rounds": 5, "clients": 10, "clients_per_round": 2,
+        ...     "providers_per_round": 50, "min_providers": 400, "sampling": "poisson",
+        ...     "analysis": "competition", "unit": "provider"}).rounds
+        5
 
     Args:
         data: the JSON object (a mapping of the keys above).

@@ -30,12 +30,13 @@ def federated_sample_rate(
 ) -> float:
     """Per-round sampling rate of one provider.
 
-    >>> federated_sample_rate(clients_per_round=2, clients=10, providers_per_round=50,
-    ...                       min_providers=400)
-    0.025
-    >>> federated_sample_rate(clients_per_round=2, clients=10, providers_per_round=50,
-    ...                       min_providers=400, analysis="strict")
-    0.125
+    Examples:
+        >>> federated_sample_rate(clients_per_round=2, clients=10, providers_per_round=50,
+        ...                       min_providers=400)
+        0.025
+        >>> federated_sample_rate(clients_per_round=2, clients=10, providers_per_round=50,
+        ...                       min_providers=400, analysis="strict")
+        0.125
 
     Args:
         clients_per_round: clients the server samples per round (expected number), M.

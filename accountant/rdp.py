@@ -11,10 +11,11 @@ from accountant.mechanism import check_delta
 class RDPAccountant(PrivacyAccountant):
     """Renyi DP accountant of the sampled Gaussian mechanism over ``analysis.ORDERS``.
 
-    >>> accountant = RDPAccountant()
-    >>> accountant.step(noise_multiplier=1.145, sample_rate=0.025, steps=5)
-    >>> round(accountant.get_epsilon(delta=1e-5), 4)
-    1.0057
+    Examples:
+        >>> accountant = RDPAccountant()
+        >>> accountant.step(noise_multiplier=1.145, sample_rate=0.025, steps=5)
+        >>> round(accountant.get_epsilon(delta=1e-5), 4)
+        1.0057
     """
 
     name = "rdp"

@@ -7,15 +7,15 @@ and store 95% of that ANLS in `benchmark.json` under `track1_threshold`
 (`pflkit data threshold DIR --run RUN`).
 
 Any track may have a threshold (``Track.threshold`` and ``Track.threshold_key``,
-:func:`benchmark.tracks.thresholded_tracks`). The threshold in force for a track
-(:func:`threshold_in_force`; :func:`thresholds_in_force` for all of them) is the one the
+[benchmark.tracks.thresholded_tracks][]). The threshold in force for a track
+([threshold_in_force][]; [thresholds_in_force][] for all of them) is the one the
 benchmark directory states under the track's key, else its setting (``Track.threshold_setting``:
 ``PFLKIT_LEADERBOARD_THRESHOLD`` for track 1), else the track's own value (the real data's 0.8242
 for track 1): the scoring worker checks each against the base at start-up and the leaderboard
 ranks by them, both through this one lookup.
 
 Scale, seed and base model fix a synthetic benchmark completely, so the kit also carries the
-thresholds it has measured (:data:`MEASURED_FEDAVG_TEST_ANLS`): `pflkit data generate` writes
+thresholds it has measured ([MEASURED_FEDAVG_TEST_ANLS][]): `pflkit data generate` writes
 them into `benchmark.json` at once when the shipped base is the one they were measured with,
 and a fresh benchmark can be ranked without training the baseline first.
 """
@@ -34,11 +34,9 @@ from benchmark.tracks import COMMUNICATION, Track, thresholded_tracks
 THRESHOLD_KEY = COMMUNICATION.threshold_key
 PROVENANCE_KEY = "track1_threshold_source"
 THRESHOLD_SHARE = 0.95
-#: the setting read when the benchmark directory states no track-1 threshold.
 THRESHOLD_ENV = COMMUNICATION.threshold_setting
+"""The setting read when the benchmark directory states no track-1 threshold."""
 
-#: FedAvg test ANLS measured by the kit, keyed by (scale, seed), with the SHA-256 of the base
-#: `model.safetensors` the run started from and the run that measured it.
 MEASURED_FEDAVG_TEST_ANLS: dict[tuple[str, int], dict[str, Any]] = {
     ("mini", 0): {
         "fedavg_test_anls": 0.43747,
@@ -49,6 +47,10 @@ MEASURED_FEDAVG_TEST_ANLS: dict[tuple[str, int], dict[str, Any]] = {
                "machine; 0.4277 with the strict threshold before that)",
     },
 }
+"""FedAvg test ANLS measured by the kit, keyed by (scale, seed), with the SHA-256 of the base
+`model.safetensors` the run started from and the run that measured it. For `mini` of seed 0 the
+threshold in force is [threshold_from][]`(0.43747)` = 0.4156.
+"""
 
 
 def threshold_from(fedavg_test_anls: float) -> float:
@@ -174,7 +176,7 @@ def threshold_in_force(data_dir: Path | None, track: Track = COMMUNICATION, *,
     Args:
         data_dir: the benchmark directory (``benchmark.json`` at its root or in ``evaluator/``).
         track: a thresholded track.
-        default: used when the directory states none (else :func:`default_threshold`).
+        default: used when the directory states none (else [default_threshold][]).
 
     Returns:
         ``(threshold, source)``, the source being the file or ``"setting"``.
@@ -194,5 +196,5 @@ def thresholds_in_force(data_dir: Path | None) -> dict[int, tuple[float, str]]:
 
 
 def track1_threshold(data_dir: Path | None, *, default: float | None = None) -> tuple[float, str]:
-    """Track 1's threshold and where it came from (:func:`threshold_in_force`)."""
+    """Track 1's threshold and where it came from ([threshold_in_force][])."""
     return threshold_in_force(data_dir, COMMUNICATION, default=default)

@@ -5,9 +5,9 @@ track 1 ranks submissions that reach an ANLS threshold by the bytes they communi
 ranks verified provider-level DP submissions by ANLS within each privacy budget. The kit adds
 track 3, personalisation (no public DocVQA benchmark scores it): a submission is the global
 checkpoint plus one personalisation per client (``personal/client_{k}.safetensors``,
-:mod:`benchmark.model.personalisation`); client k's personalised model is scored on client k's
-personal test questions (:mod:`benchmark.data.personal`) and the ranking is the mean
-personalised ANLS weighted by questions (:mod:`benchmark.evaluation.personal`), with the global
+`benchmark.model.personalisation`); client k's personalised model is scored on client k's
+personal test questions (`benchmark.data.personal`) and the ranking is the mean
+personalised ANLS weighted by questions (`benchmark.evaluation.personal`), with the global
 model's unseen-provider ANLS and the total bytes shown beside it.
 
 Track 1's bytes are every message of the communication log, federated pre-training rounds
@@ -17,8 +17,8 @@ that pre-trains on client data without logging it breaks the rules like any unlo
 Track 2 takes no pre-training phase (its privacy declaration would not cover it).
 
 The submission writer (``baselines.submission``), the evaluator (upload checks, worker) and the
-leaderboard (ranking, pages, exports) iterate over :data:`TRACKS`. A new track is one more
-:class:`Track` in :data:`TRACKS`, plus its ranking function in
+leaderboard (ranking, pages, exports) iterate over [TRACKS][]. A new track is one more
+[Track][] in [TRACKS][], plus its ranking function in
 ``leaderboard.ranking.RANKINGS``; a part only it needs (``benchmark.submission_contract``) has a
 scoring step in the evaluator's worker, a figure only it has a column in ``evaluator.models``
 (and a migration), a plot of its own an entry in ``leaderboard.plots.PLOTS`` and a page section
@@ -122,17 +122,17 @@ PERSONALISATION = Track(
     section="tracks/personalisation.html",
 )
 
-#: number -> track.
 TRACKS: dict[int, Track] = {
     track.number: track for track in (COMMUNICATION, PRIVACY, PERSONALISATION)
 }
+"""The tracks by number."""
 
 
 def get_track(number: int) -> Track:
     """The track with this number.
 
     Args:
-        number: a key of :data:`TRACKS`.
+        number: a key of [TRACKS][].
 
     Returns:
         The track.

@@ -1,17 +1,17 @@
 """The method interface: what a client trains and what it sends.
 
-A method prepares the model once (which parameters are trainable, hence communicated; adapters
-such as LoRA), computes a client's update from a :class:`~baselines.core.client_job.ClientJob`, and turns
+A method prepares the model once (which parameters are trainable, hence communicated; adapters such
+as LoRA), computes a client's update from a `ClientJob` (`baselines.core.client_job`), and turns
 the trained model back into the base architecture for the submission. Methods and strategies are
 separate axes: any method runs under any strategy, and wrappers (a DP update rule, for instance)
-can hold an inner method and override only :meth:`Method.compute_update`.
+can hold an inner method and override only [Method.compute_update][].
 
-A method owns its options (``option_classes``, see :mod:`baselines.options`) and may declare
-presets (``presets``); every module of :mod:`baselines.methods` is discovered, so a new method is
-one new file. Its hooks into the client loop are :meth:`Method.local_loss` (a proximal or
+A method owns its options (``option_classes``, see `baselines.options`) and may declare
+presets (``presets``); every module of `baselines.methods` is discovered, so a new method is
+one new file. Its hooks into the client loop are [Method.local_loss][] (a proximal or
 distillation term), per-client state (``ClientJob.state``, saved with the run for ``--resume``),
-:meth:`Method.personalise` (local work of every client after the last round, e.g. fine-tuning)
-and :meth:`Method.personal_model` (what a client's final model is). A method with
+[Method.personalise][] (local work of every client after the last round, e.g. fine-tuning)
+and [Method.personal_model][] (what a client's final model is). A method with
 ``personal = True`` makes a track-3 run: its personal models are written as
 ``personal/client_{k}.safetensors`` beside the global checkpoint.
 """
@@ -50,17 +50,18 @@ class Method(ABC):
     """Base class of client methods."""
 
     name: ClassVar[str] = ""
-    #: prefix that :meth:`prepare` adds to parameter names (stripped in messages).
     prefix: str = ""
-    #: the method protects providers: the run writes ``privacy.json`` and belongs to track 2.
+    """Prefix that [prepare][] adds to parameter names (stripped in messages)."""
     private: ClassVar[bool] = False
-    #: each client ends with a model of its own: the run writes ``personal/`` (track 3).
+    """The method protects providers: the run writes ``privacy.json`` and belongs to track 2."""
     personal: ClassVar[bool] = False
-    #: the options dataclasses of the method (see :mod:`baselines.options`).
+    """Each client ends with a model of its own: the run writes ``personal/`` (track 3)."""
     option_classes: ClassVar[tuple[type, ...]] = ()
-    #: presets the method brings (name -> preset data, as in :mod:`baselines.presets`; the key
-    #: ``extends`` names a preset whose data this one starts from).
+    """The options dataclasses of the method (see `baselines.options`)."""
     presets: ClassVar[dict[str, dict[str, Any]]] = {}
+    """Presets the method brings (name -> preset data, as in `baselines.presets`; the key
+    ``extends`` names a preset whose data this one starts from).
+    """
 
     @classmethod
     @abstractmethod
@@ -69,7 +70,7 @@ class Method(ABC):
 
         Args:
             options: option key -> value (only the keys of ``option_classes`` are read; rebuild
-                each options object with :func:`baselines.options.build_options`).
+                each options object with `baselines.options.build_options`).
             run: rounds and clients per round.
 
         Returns:
@@ -124,11 +125,11 @@ class Method(ABC):
         return outputs.loss
 
     def personalises(self) -> bool:
-        """Whether every client runs :meth:`personalise` after the last round (default: no).
+        """Whether every client runs [personalise][] after the last round (default: no).
 
         The engine then sends the final global model to each client (logged as round R + 1;
         after 0 rounds the clients start from the base they hold, and nothing is sent), calls
-        :meth:`personalise` and keeps the client's state; nothing is sent back.
+        [personalise][] and keeps the client's state; nothing is sent back.
         """
         return False
 
@@ -144,7 +145,7 @@ class Method(ABC):
     def personal_model(self, model: nn.Module, state: Mapping[str, torch.Tensor]) -> nn.Module:
         """A client's final personal model (default: the global model, unchanged).
 
-        Called by :meth:`baselines.engine.simulation.FederatedSimulation.personal_model` with the global
+        Called by `baselines.engine.simulation.FederatedSimulation.personal_model` with the global
         weights loaded; a personalised method applies the client's saved state (a local adapter,
         a head) to a copy.
 

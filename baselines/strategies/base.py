@@ -3,10 +3,10 @@
 As in Flower, a strategy has a handful of hooks (``configure_fit`` picks the round's clients,
 ``aggregate_fit`` turns the clients' updates into the next global weights, ``state_dict`` /
 ``load_state_dict`` persist server optimiser state for ``--resume``); the round loop in
-:mod:`baselines.engine.simulation` drives them. A strategy owns its options, as a method does: the
-options every strategy shares live in :class:`StrategyOptions`, documented once, and a strategy
-with options of its own extends it (:class:`~baselines.strategies.fedavgm.FedAvgMOptions`,
-:class:`~baselines.strategies.fedopt.FedOptOptions`) and names that class in ``option_classes``.
+`baselines.engine.simulation` drives them. A strategy owns its options, as a method does: the
+options every strategy shares live in [StrategyOptions][], documented once, and a strategy
+with options of its own extends it (`FedAvgMOptions` (`baselines.strategies.fedavgm`),
+`FedOptOptions` (`baselines.strategies.fedopt`)) and names that class in ``option_classes``.
 """
 
 from __future__ import annotations
@@ -65,9 +65,10 @@ class Strategy(ABC):
 
     name: ClassVar[str] = ""
     default_server_lr: float = 1.0
-    #: the options dataclass of the strategy (see :mod:`baselines.options`): one class, which
-    #: extends :class:`StrategyOptions` with the strategy's own fields.
     option_classes: ClassVar[tuple[type[StrategyOptions], ...]] = (StrategyOptions,)
+    """The options dataclass of the strategy (see `baselines.options`): one class, which extends
+    [StrategyOptions][] with the strategy's own fields.
+    """
 
     def __init__(self, config: StrategyOptions) -> None:
         self.config = config
@@ -146,7 +147,7 @@ class Strategy(ABC):
         return {}
 
     def load_state_dict(self, state: Mapping[str, torch.Tensor]) -> None:
-        """Restore the state saved by :meth:`state_dict`."""
+        """Restore the state saved by [state_dict][]."""
         if state:
             raise ValueError(f"strategy {self.name} keeps no state but got {len(state)} tensors")
 
@@ -162,7 +163,7 @@ def pack_state(**groups: Mapping[str, torch.Tensor] | None) -> dict[str, torch.T
 
 
 def unpack_state(state: Mapping[str, torch.Tensor], group: str) -> dict[str, torch.Tensor] | None:
-    """The tensors of one group of :func:`pack_state`, or ``None`` when the group is empty."""
+    """The tensors of one group of [pack_state][], or ``None`` when the group is empty."""
     prefix = f"{group}/"
     found = {key[len(prefix) :]: value for key, value in state.items() if key.startswith(prefix)}
     return found or None

@@ -2,9 +2,9 @@
 
 A wire format is the encoding of a federated message on the wire. Its declaration here is the
 contract the participants' codecs and the evaluator share: the training engine counts the bytes
-it sends with :meth:`WireFormat.data_bytes` and the evaluator checks every message of a detailed
+it sends with [WireFormat.data_bytes][] and the evaluator checks every message of a detailed
 log against the same formula, so the two cannot drift apart. The codec that turns tensors into
-bytes is the training side's (``baselines.wire``); a :class:`CastFormat` needs none of its own.
+bytes is the training side's (``baselines.wire``); a [CastFormat][] needs none of its own.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar
 
-#: how a format name is spelled (the detailed log's ``format`` field).
 NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_.-]{0,39}", re.ASCII)
+"""How a format name is spelled (the detailed log's ``format`` field)."""
 
-#: the shapes of the tensors of one message, in order (a flat tensor of n values: ``(n,)``).
 Shapes = Sequence[Sequence[int]]
+"""The shapes of the tensors of one message, in order (a flat tensor of n values: ``(n,)``)."""
 
 
 class UnknownWireFormat(ValueError):
@@ -27,11 +27,11 @@ class UnknownWireFormat(ValueError):
 
 
 class WireFormat(ABC):
-    """One wire format, found by its ``name`` (a module of :mod:`benchmark.wire_formats`).
+    """One wire format, found by its ``name`` (a module of `benchmark.wire_formats`).
 
-    A subclass sets ``name`` and implements :meth:`data_bytes`; a format with parameters spelled
-    in its name (``nf4-256``) also overrides :meth:`from_name`, :attr:`format_name` and
-    :meth:`spelling`.
+    A subclass sets ``name`` and implements [data_bytes][]; a format with parameters spelled
+    in its name (``nf4-256``) also overrides [from_name][], [format_name][] and
+    [spelling][].
 
     Attributes:
         name: the format's name in the detailed log and in ``pflkit train --wire`` (for a
@@ -96,5 +96,5 @@ class CastFormat(WireFormat):
     bytes_per_value: ClassVar[int] = 0
 
     def data_bytes(self, shapes: Shapes) -> int:
-        """``bytes_per_value`` times the number of values (see :meth:`WireFormat.data_bytes`)."""
+        """``bytes_per_value`` times the number of values (see [WireFormat.data_bytes][])."""
         return self.bytes_per_value * sum(math.prod(shape) for shape in shapes)
