@@ -6,7 +6,7 @@ Biten et al., "Scene Text Visual Question Answering", ICCV 2019
 PFL-DocVQA starter kit's `metrics.py` (rubenpt91/PFL-DocVQA-Competition), which
 produced the published leaderboard; they differ from the paper's formula at the
 threshold. For one question with gold answers ``a_1..a_n`` and prediction ``p``,
-all lower-cased and stripped of surrounding whitespace::
+all lower-cased and stripped of surrounding whitespace:
 
     sim(p, a) = 1 - levenshtein(p, a) / max(len(p), len(a))
     m         = max_i sim(p, a_i)
