@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractContextManager, ExitStack, asynccontextmanager
@@ -14,8 +15,9 @@ from sqlalchemy import select
 from benchmark.tracks import TRACKS
 from evaluator import team_names
 from evaluator.api import errors
+from evaluator.api.fast_reads import FastReads, FastReadsMiddleware
 from evaluator.api.routes import health, metrics, submissions, teams
-from evaluator.api.status_views import StatusViews
+from evaluator.api.status_views import StatusViews, fast_status, shared_polls
 from evaluator.api.worker_watch import WorkerWatch
 from evaluator.benchmark_info import track_unavailable
 from evaluator.core.config import Settings
@@ -65,6 +67,20 @@ def _report_unavailable_tracks(settings: Settings) -> None:
             logger.error("track %s is closed: %s", track, reason)
 
 
+def _freeze_startup_objects() -> None:
+    """Leave the objects of the start-up (modules, classes, the app: about 215,000) out of the
+    garbage collector's full passes (``gc.freeze``).
+
+    Under 200 concurrent readers, the objects of the requests in flight outlive two young
+    collections and reach the oldest generation, which then fills every second or two; each
+    full pass went over every object of the process and stopped it for 0.2-0.65 s on the shared
+    2-core machine: the 200-reader p99. Frozen, the start-up's objects are not scanned (nor
+    collected: they live as long as the process), and a full pass goes over what came since.
+    """
+    gc.collect()
+    gc.freeze()
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -98,6 +114,8 @@ def create_app(
         with ExitStack() as stack:
             for service in services:
                 stack.enter_context(service(app))
+            if settings.gc_freeze:
+                _freeze_startup_objects()
             yield
         app.state.queue.close()
 
@@ -111,6 +129,7 @@ def create_app(
     app.state.sessions = session_factory(settings.db_url, pool_size=settings.api_threads)
     app.state.read_sessions = read_session_factory(settings.db_url, pool_size=settings.api_threads)
     app.state.status_views = StatusViews()
+    app.state.status_polls = shared_polls(app.state.read_sessions)
     app.state.worker_watch = WorkerWatch(
         app.state.read_sessions, stale_seconds=settings.worker_stale_seconds
     )
@@ -119,6 +138,10 @@ def create_app(
     app.state.throttle = FailedAuthThrottle(
         limit=settings.auth_failures_allowed, window_seconds=settings.auth_failure_window_seconds
     )
+    # Innermost of the middleware: the fast answers get the security headers and are counted.
+    app.state.fast_reads = FastReads()
+    app.state.fast_reads.add("/api/v1/submissions/{submission_id}", fast_status)
+    app.add_middleware(FastReadsMiddleware, fast_reads=app.state.fast_reads)
     app.add_middleware(SecurityHeaders)
     errors.install(app)
     app.state.metrics = ServiceMetrics(

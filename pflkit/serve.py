@@ -56,7 +56,9 @@ def serve(leaderboard: bool, **options: Any) -> None:
     from evaluator.worker.embedded import EmbeddedWorker
     from pflkit.app import create_api, create_app
 
-    settings = service_settings(options, scores=None)
+    # The API processes leave their start-up's objects out of the full garbage collections
+    # (Settings.gc_freeze): under many concurrent readers those passes were the tail latency.
+    settings = service_settings(options, scores=None).model_copy(update={"gc_freeze": True})
     migrate(settings.db_url)
     # uvicorn restores the previous handler after its graceful shutdown and raises the signal
     # again; with Python's default SIGTERM handler that killed the process before the embedded

@@ -58,6 +58,10 @@ class Settings(BaseSettings):
             checks); its database pool holds as many connections, so no request waits for one.
             On PostgreSQL, ``api_workers x (api_threads + 4)`` plus the workers' connections
             must stay below the server's ``max_connections`` (100 by default).
+        gc_freeze: leave the objects of an API process's start-up out of the garbage
+            collector's full passes (``gc.freeze``; ``pflkit serve`` turns it on): with 200
+            concurrent readers a full pass over them stopped the process for 0.2-0.65 s every
+            second or two. Off by default, for apps built inside another program (the tests).
         daily_quota: submissions per team per UTC day (failed and rejected ones do not count).
         copy_policy: what happens to an upload whose checkpoint (SHA-256) repeats another
             team's live submission: ``refuse`` (409) or ``flag`` (accepted, marked for the
@@ -143,6 +147,7 @@ class Settings(BaseSettings):
     worker_threads: int = Field(default=1, ge=1, le=64)
     api_workers: int = Field(default=1, ge=1, le=64)
     api_threads: int = Field(default=DEFAULT_API_THREADS, ge=1, le=256)
+    gc_freeze: bool = False
     embedded_worker: bool = True
     batch_size: int = Field(default=32, ge=1, le=4096)
     torch_threads: int = Field(default=0, ge=0, le=256)

@@ -31,7 +31,13 @@ from evaluator.crud.reproductions import (
     record_reproduction,
     requeue_abandoned_reproductions,
 )
-from evaluator.crud.status_reads import Caller, StatusRead, caller_by_token, submission_for_token
+from evaluator.crud.status_reads import (
+    Caller,
+    StatusRead,
+    caller_by_token,
+    status_polls,
+    submission_for_token,
+)
 from evaluator.crud.submissions import (
     delete_submission,
     get_submission,
@@ -97,6 +103,7 @@ __all__ = [
     "set_flags",
     "set_worker_state",
     "stale_received",
+    "status_polls",
     "submission_for_token",
     "team_by_token",
     "transition",

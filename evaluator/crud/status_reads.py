@@ -1,15 +1,17 @@
 """The status endpoint's reads: the caller and the submission it may see, in one query each.
 
 The statements are built once at import (SQLAlchemy caches their SQL), so a status poll under
-load costs one round trip.
+load costs one round trip, or a share of one: the API checks the tokens of the polls that arrived
+together, and reads their submissions' change versions, in one query (:func:`status_polls`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, and_, bindparam, or_, select
+from sqlalchemy import Boolean, Select, and_, bindparam, cast, literal, null, or_, select, union_all
 from sqlalchemy.orm import Session
 
 from evaluator.core.security import hash_token
@@ -35,11 +37,13 @@ class Caller:
 @dataclass(frozen=True)
 class StatusRead:
     """A submission as the holder of a token may see it (``view`` None: no such submission for
-    the caller), with its team's id and the board version it was read at."""
+    the caller), with its team's id, the board version it was read at and the version of the
+    submission's latest change (``submissions.board_version``)."""
 
     caller: Caller
     owner_team_id: int | None
     view: SubmissionPublic | None
+    changed_version: int | None = None
 
 
 def _version_column() -> Any:
@@ -76,6 +80,7 @@ def _submission_for_token_statement() -> Select[Any]:
             _version_column(),
             owner.c.id.label("owner_id"),
             owner.c.name.label("owner_name"),
+            submissions.c.board_version.label("changed_version"),
             *(submissions.c[name] for name in PUBLIC_COLUMNS),
             events.c.from_status.label("event_from"),
             events.c.to_status.label("event_to"),
@@ -92,7 +97,25 @@ def _submission_for_token_statement() -> Select[Any]:
     )
 
 
+def _polls_statement() -> Any:
+    """The query of :func:`status_polls` (built once): the callers by token hash and the
+    submissions' change versions by id, two expanding ``IN`` look-ups in one round trip."""
+    teams, submissions = Team.__table__, Submission.__table__
+    callers = select(
+        literal("caller").label("kind"), teams.c.token_hash.label("key"),
+        teams.c.id.label("team_id"), teams.c.is_organiser.label("is_organiser"),
+        _version_column(),
+    ).where(teams.c.token_hash.in_(bindparam("token_hashes", expanding=True)))  # fmt: skip
+    changed = select(
+        literal("submission").label("kind"), submissions.c.id.label("key"),
+        submissions.c.team_id.label("team_id"), cast(null(), Boolean).label("is_organiser"),
+        submissions.c.board_version.label("board_version"),
+    ).where(submissions.c.id.in_(bindparam("submission_ids", expanding=True)))  # fmt: skip
+    return union_all(callers, changed)
+
+
 _CALLER = _caller_statement()
+_POLLS = _polls_statement()
 _SUBMISSION_FOR_TOKEN = _submission_for_token_statement()
 
 
@@ -103,6 +126,38 @@ def caller_by_token(session: Session, *, token: str) -> Caller | None:
     if row is None:
         return None
     return Caller(team_id=row[0], is_organiser=bool(row[1]), board_version=int(row[2] or 0))
+
+
+def status_polls(
+    session: Session, *, token_hashes: Iterable[str], submission_ids: Iterable[str]
+) -> tuple[dict[str, Caller], dict[str, int]]:
+    """The status polls that arrived together, checked at once (``evaluator.core.shared_read``):
+    the teams holding tokens of these hashes (:func:`hash_token`, each with the board version)
+    and the version of each submission's latest change (``submissions.board_version``, which
+    every change of what its status view shows advances, ``crud.board_changed``), in one query.
+
+    Args:
+        session: open session.
+        token_hashes: the presented tokens' hashes.
+        submission_ids: the polled submissions.
+
+    Returns:
+        The callers by token hash (a hash no team holds is left out) and the change versions by
+        submission id (a submission that does not exist is left out).
+    """
+    hashes, ids = sorted(set(token_hashes)), sorted(set(submission_ids))
+    callers: dict[str, Caller] = {}
+    changed: dict[str, int] = {}
+    if not hashes:
+        return callers, changed
+    rows = session.execute(_POLLS, {"token_hashes": hashes, "submission_ids": ids or [""]})
+    for kind, key, team_id, is_organiser, version in rows:
+        if kind == "caller":
+            callers[key] = Caller(team_id=team_id, is_organiser=bool(is_organiser),
+                                  board_version=int(version or 0))  # fmt: skip
+        else:
+            changed[key] = int(version or 0)
+    return callers, changed
 
 
 def submission_for_token(session: Session, *, token: str, submission_id: str) -> StatusRead | None:
@@ -140,4 +195,4 @@ def submission_for_token(session: Session, *, token: str, submission_id: str) ->
     view = SubmissionPublic.from_values(
         first, team=first["owner_name"], events=transitions, full_precision=caller.is_organiser
     )
-    return StatusRead(caller, first["owner_id"], view)
+    return StatusRead(caller, first["owner_id"], view, int(first["changed_version"] or 0))

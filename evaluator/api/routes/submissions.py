@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response, status
-from fastapi.security import HTTPAuthorizationCredentials
 from pydantic import ValidationError
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
@@ -29,11 +28,18 @@ from evaluator.api.deps import (
     refuse_unknown_token,
 )
 from evaluator.api.rescore import queue_rescore
-from evaluator.api.status_views import StatusViews
+from evaluator.api.status_views import (
+    POLL_KEY,
+    QUEUED,
+    Poll,
+    StatusViews,
+    kept_view,
+    poll,
+)
 from evaluator.api.worker_watch import WorkerWatch, waiting_note, waiting_since
 from evaluator.benchmark_info import clients_of, track_unavailable
 from evaluator.core.config import Settings
-from evaluator.crud import Liveness
+from evaluator.crud import Caller, Liveness
 from evaluator.models import (
     Status,
     Submission,
@@ -416,43 +422,64 @@ def _json(model: SubmissionPublic | SubmissionList) -> Response:
 async def get_submission(submission_id: str, request: Request, credentials: BearerDep) -> Response:
     """Status, transitions and results of one submission (its team or an organiser).
 
-    The most polled endpoint: one short query checks the token and reads the board version; the
-    view comes from ``status_views`` when nothing changed since it was read, else from one query
-    (``crud.submission_for_token``). One worker thread, on PostgreSQL outside a transaction.
+    The most polled endpoint. The token is checked, and the submission's change version read, by
+    a query that starts after the request arrived and serves every status request that arrived
+    with it (``app.state.status_polls``, ``evaluator.core.shared_read``); the view then comes
+    from ``status_views`` when the submission did not change since it was read, in the event
+    loop (usually before this route: ``status_views.fast_status``). Otherwise one worker thread
+    reads it with one query (``crud.submission_for_token``), on PostgreSQL outside a
+    transaction.
     """
-    return Response(await run_in_threadpool(_status_body, request, credentials, submission_id),
-                    media_type="application/json")  # fmt: skip
+    token = bearer_token(request, credentials)
+    if POLL_KEY in request.scope:  # read by evaluator.api.status_views.fast_status
+        read: Poll | None = request.scope[POLL_KEY]
+    else:
+        read = await poll(request.app, token, submission_id)
+    if read is None:
+        refuse_unknown_token(request)
+    hit = kept_view(request.app, submission_id, read)
+    if hit is None or QUEUED in hit[1]:
+        body = await run_in_threadpool(_status_body, request, token, read[0], submission_id, hit)
+    else:
+        body = _kept_body(hit, read[0])
+    return Response(body, media_type="application/json")
 
 
 def _status_body(
-    request: Request, credentials: HTTPAuthorizationCredentials | None, submission_id: str
-) -> bytes:
-    """The JSON body of :func:`get_submission` (runs in a worker thread)."""
-    token = bearer_token(request, credentials)
+    request: Request, token: str, caller: Caller, submission_id: str,
+    hit: tuple[int, bytes] | None,
+) -> bytes:  # fmt: skip
+    """The JSON body of :func:`get_submission` when the kept view is missing or queued (runs in
+    a worker thread): the view read in one query (``crud.submission_for_token``, which checks
+    the token again) and kept, a queued one with its wait for a worker."""
     views: StatusViews = request.app.state.status_views
-    with request.app.state.read_sessions() as session:
-        caller = crud.caller_by_token(session, token=token)
-        hit = views.get(submission_id, caller) if caller is not None else None
-        read = None
-        if caller is not None and hit is None:
-            read = crud.submission_for_token(session, token=token, submission_id=submission_id)
-    if caller is None or (hit is None and read is None):
-        refuse_unknown_token(request)
     if hit is None:
+        with request.app.state.read_sessions() as session:
+            read = crud.submission_for_token(session, token=token, submission_id=submission_id)
+        if read is None:  # the token was revoked meanwhile
+            refuse_unknown_token(request)
         if read.view is None:
             raise HTTPException(status.HTTP_404_NOT_FOUND, "no such submission for this token")
         hit = (read.owner_team_id, read.view.model_dump_json().encode())
-        views.put(submission_id, read.caller, *hit)
-    owner_team_id, body = hit
-    if owner_team_id != caller.team_id and not caller.is_organiser:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, "no such submission for this token")
-    if _QUEUED in body:
+        views.put(submission_id, full_precision=read.caller.is_organiser,
+                  changed=read.changed_version, owner_team_id=hit[0], body=hit[1])  # fmt: skip
+        caller = read.caller
+    body = _kept_body(hit, caller)
+    if QUEUED in body:
         return _with_waiting(request.app.state.worker_watch, body)
     return body
 
 
-#: how a queued submission's serialised view shows its state (``SubmissionPublic``'s JSON)
-_QUEUED = b'"status":"queued"'
+def _kept_body(hit: tuple[int, bytes], caller: Caller) -> bytes:
+    """A kept view's body when ``caller`` may see it (its team's or an organiser).
+
+    Raises:
+        HTTPException: 404, the same answer as for a submission that does not exist.
+    """
+    owner_team_id, body = hit
+    if owner_team_id != caller.team_id and not caller.is_organiser:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "no such submission for this token")
+    return body
 
 
 def _with_waiting(watch: WorkerWatch, body: bytes) -> bytes:
