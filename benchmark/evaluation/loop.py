@@ -21,7 +21,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,8 @@ from benchmark.model.batching import length_grouped_batches
 from benchmark.model.device import autocast
 
 DEFAULT_BATCH_SIZE = 64
+#: threads decoding page images (PIL releases the GIL) beside the model's streams
+IMAGE_LOADERS = 2
 
 
 def default_cache_dir() -> Path:
@@ -47,31 +49,45 @@ class VisualTokenCache:
     """Visual tokens per page image, computed once and kept for the most recent pages.
 
     Questions of one page have inputs of nearly the same length, so length-grouped batches keep
-    them together and a small cache serves them all.
+    them together and a small cache serves them all. Page images are decoded by `loader`'s
+    threads (PIL releases the GIL); `prefetch` starts the pages of a coming batch while the
+    model computes the current one.
 
     Args:
         model: the VT5 model (its `embed_images`).
         processor: loads and normalises the images.
         capacity: pages kept.
-        workers: threads decoding images (PIL releases the GIL).
+        loader: the executor that decodes images (default: in the calling thread).
     """
 
-    def __init__(self, model: Any, processor: Any, *, capacity: int = 256, workers: int = 2) -> None:
+    def __init__(
+        self, model: Any, processor: Any, *, capacity: int = 256, loader: Executor | None = None
+    ) -> None:
         self.model = model
         self.processor = processor
         self.capacity = capacity
-        self.workers = workers
+        self.loader = loader
         self._tokens: OrderedDict[str, torch.Tensor] = OrderedDict()
+        self._pixels: dict[str, Future[torch.Tensor]] = {}
+
+    def prefetch(self, image_paths: Sequence[str]) -> None:
+        """Start decoding the pages among these whose tokens are not kept (needs a loader)."""
+        if self.loader is None:
+            return
+        for path in dict.fromkeys(image_paths):
+            if path not in self._tokens and path not in self._pixels:
+                self._pixels[path] = self.loader.submit(self.processor.load_image, path)
 
     def __call__(self, image_paths: Sequence[str]) -> torch.Tensor:
         """(len(image_paths), visual tokens, d_model) for the pages of a batch."""
         missing = [path for path in dict.fromkeys(image_paths) if path not in self._tokens]
         if missing:
-            if self.workers > 1 and len(missing) > 1:
-                with ThreadPoolExecutor(self.workers) as pool:
-                    pixels = list(pool.map(self.processor.load_image, missing))
-            else:
-                pixels = [self.processor.load_image(path) for path in missing]
+            self.prefetch(missing)
+            pixels = [
+                self._pixels.pop(path).result() if path in self._pixels
+                else self.processor.load_image(path)
+                for path in missing
+            ]  # fmt: skip
             device = next(self.model.parameters()).device
             tokens = self.model.embed_images(torch.stack(pixels).to(device))
             for path, page_tokens in zip(missing, tokens, strict=True):
@@ -115,16 +131,21 @@ def predict(
     """
     encoded = processor.encode_dataset(dataset, cache_dir=cache_dir, progress=progress)
     use_visual = bool(model.config.use_visual)
-    columns = ["input_ids", "input_boxes"] + (["image_path"] if use_visual else [])
-    table = encoded.select_columns(columns)
+    table = encoded.select_columns(["input_ids", "input_boxes"])
+    pages = encoded["image_path"] if use_visual else []
     batches = length_grouped_batches(
         encoded["n_tokens"], batch_size, max_batch_tokens=max_batch_tokens
     )
-    visual_tokens = VisualTokenCache(model, processor, capacity=max(256, 2 * batch_size))
-    visual_lock = threading.Lock()
     device = next(model.parameters()).device
+    streams = torch.get_num_threads() if device.type == "cpu" else 1
+    loader = ThreadPoolExecutor(IMAGE_LOADERS) if use_visual else None
+    visual_tokens = VisualTokenCache(
+        model, processor, capacity=max(256, 2 * batch_size), loader=loader
+    )
+    visual_lock = threading.Lock()
 
-    def answer(indices: list[int]) -> tuple[list[int], list[str]]:
+    def answer(number: int) -> tuple[list[int], list[str]]:
+        indices = batches[number]
         rows = table[indices]
         features = [
             {"input_ids": ids, "input_boxes": boxes}
@@ -137,26 +158,32 @@ def predict(
         with torch.inference_mode(), autocast(device, precision):
             if use_visual:
                 with visual_lock:
-                    visual = visual_tokens(rows["image_path"])
+                    visual = visual_tokens([pages[index] for index in indices])
+                    # the pages of the batch that follows the ones running now
+                    if number + streams < len(batches):
+                        visual_tokens.prefetch([pages[i] for i in batches[number + streams]])
             else:
                 visual = None
             answer_ids = model.generate(**batch, visual_embeds=visual, max_new_tokens=max_new_tokens)
         return indices, processor.decode(answer_ids)
 
     predictions = [""] * len(encoded)
-    streams = torch.get_num_threads() if device.type == "cpu" else 1
     was_training = model.training
     model.eval()
     try:
         with _one_thread_per_stream(streams), ThreadPoolExecutor(streams) as pool, tqdm(
             total=len(encoded), desc="Predicting", unit="q", disable=not progress
         ) as bar:
-            for indices, texts in pool.map(answer, batches):
+            # one stream runs in the calling thread
+            answered = map if streams == 1 else pool.map
+            for indices, texts in answered(answer, range(len(batches))):
                 for index, text in zip(indices, texts, strict=True):
                     predictions[index] = text
                 bar.update(len(indices))
     finally:
         model.train(was_training)
+        if loader is not None:
+            loader.shutdown(cancel_futures=True)
     return predictions
 
 

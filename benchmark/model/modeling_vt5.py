@@ -16,6 +16,7 @@ from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 from benchmark.model.configuration_vt5 import VT5Config
 from benchmark.model.decoding import CachedT5Decoder
 from benchmark.model.embeddings import SpatialEmbeddings, VisualEmbeddings
+from benchmark.model.encoding import encode_each_at_its_length
 
 
 class UntiedHeadT5(T5ForConditionalGeneration):
@@ -269,10 +270,11 @@ class VT5ForConditionalGeneration(VT5PreTrainedModel):
         """Greedy decoding with a key/value cache; finished answers leave the batch.
 
         Produces the tokens of the backbone's `generate(num_beams=1, do_sample=False)` on the
-        same encoder input (up to float rounding: the single-query attention is two matrix
-        products here, SDPA's flash kernel there), without its per-step overhead
-        (`benchmark.model.decoding`): the cross-attention keys/values are computed once, and
-        once an answer has produced EOS its row is dropped from the decoder batch.
+        same encoder input (up to float rounding: the single-query attention is matrix products
+        here, SDPA's flash kernel there), without its per-step overhead
+        (`benchmark.model.decoding`). Once a quarter of the rows have produced EOS, the rows that
+        ended leave the decoder batch. On a CPU in float32 (no autocast) the encoder attends
+        over each question's own positions only (`benchmark.model.encoding`).
 
         Args:
             input_ids: (batch, tokens) token ids.
@@ -287,27 +289,32 @@ class VT5ForConditionalGeneration(VT5PreTrainedModel):
             (batch, generated) token ids without the decoder start token, padded after EOS.
         """
         limit = max_new_tokens or self.config.max_answer_tokens
-        encoder_outputs, mask = self.encode(
-            input_ids, boxes, attention_mask, pixel_values, visual_embeds
-        )
+        embeds, mask = self.embed(input_ids, boxes, attention_mask, pixel_values, visual_embeds)
+        if embeds.device.type == "cpu" and not torch.is_autocast_enabled("cpu") and not self.training:
+            states = encode_each_at_its_length(self.language_backbone.encoder, embeds, mask)
+        else:
+            states = self._run_encoder(embeds, mask)
         t5 = self.language_backbone.config
         batch = input_ids.shape[0]
         answers = input_ids.new_full((batch, limit), t5.pad_token_id)
-        decoder = CachedT5Decoder(self.language_backbone, encoder_outputs.last_hidden_state, mask)
-        active = torch.arange(batch, device=input_ids.device)
+        decoder = CachedT5Decoder(self.language_backbone, states, mask, max_steps=limit)
+        active = torch.arange(batch, device=input_ids.device)  # the answer of each decoder row
+        running = torch.ones(batch, dtype=torch.bool, device=input_ids.device)
         step_ids = input_ids.new_full((batch, 1), t5.decoder_start_token_id)
         steps = 0
         for step in range(limit):
             next_ids = decoder.step(step_ids).argmax(dim=-1)
-            answers[active, step] = next_ids
+            answers[active[running], step] = next_ids[running]
             steps = step + 1
-            running = next_ids != t5.eos_token_id
-            if not bool(running.any()):
+            running &= next_ids != t5.eos_token_id
+            left = int(running.sum())
+            if left == 0:
                 break
-            if not bool(running.all()):
-                # finished answers leave the batch: later steps only compute the others
+            if 4 * left <= 3 * len(active):
+                # a quarter of the rows have ended: they leave the batch, later steps compute
+                # the others only (rows that ended run on until then, their tokens unused)
                 keep = running.nonzero().squeeze(1)
-                active, next_ids = active[keep], next_ids[keep]
+                active, next_ids, running = active[keep], next_ids[keep], running[keep]
                 decoder.keep(keep)
             step_ids = next_ids[:, None]
         return answers[:, :steps]
