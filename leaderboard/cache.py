@@ -83,6 +83,15 @@ class VersionedCache:
             running.done.set()
         return value
 
+    def peek(self, key: Hashable) -> Any:
+        """The cached value of ``key``, or None when it is not built (never builds nor waits:
+        safe in an event loop)."""
+        with self._lock:
+            value = self._entries.get(key)
+            if value is not None:
+                self._entries.move_to_end(key)
+            return value
+
     def __contains__(self, key: Hashable) -> bool:
         with self._lock:
             return key in self._entries

@@ -1,7 +1,8 @@
 """Build the leaderboard's views again as soon as the board version moves, before a reader asks.
 
 One thread per API process polls the board version (one indexed read every ``interval``
-seconds). When it moved, the thread rebuilds the public views that readers asked for in the
+seconds, or at once when a reader's read of the version saw it move: :meth:`ViewWarmer.saw`).
+When it moved, the thread rebuilds the public views that readers asked for in the
 last ``keep_seconds``, the page first, through the page cache, so the first
 reader after a score lands usually finds the new view built; when the board moves again
 meanwhile, it starts over with the newest version rather than finish stale views. Correctness never depends on it: a reader that comes first builds the
@@ -44,6 +45,8 @@ class ViewWarmer:
         self._views: dict[Hashable, tuple[Callable[[], Any], float, int]] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._seen: int | None = None
         self._thread: threading.Thread | None = None
         self.rebuilds = 0
 
@@ -55,6 +58,22 @@ class ViewWarmer:
         """
         with self._lock:
             self._views[name] = (rebuild, time.monotonic(), priority)
+
+    def saw(self, version: int) -> None:
+        """A reader read ``version``: when the warmer has not seen it yet, wake it now rather
+        than at its next poll (the readers' shared read notices a score first)."""
+        if version != self._seen:
+            self._wake.set()
+
+    def touch(self, name: Hashable) -> bool:
+        """Note that a reader asked for view ``name`` again; False when the warmer does not know
+        it (a reader must call :meth:`served` with its rebuild)."""
+        with self._lock:
+            view = self._views.get(name)
+            if view is None:
+                return False
+            self._views[name] = (view[0], time.monotonic(), view[2])
+            return True
 
     def warm_once(self, version: int | None = None) -> None:
         """Rebuild every view asked for within ``keep_seconds`` by priority, then the most
@@ -72,18 +91,19 @@ class ViewWarmer:
             self.rebuilds += 1
 
     def _run(self) -> None:
-        seen: int | None = None
         while not self._stop.is_set():
             try:
                 version = self.read_version()
-                if version == seen:
-                    self._stop.wait(self.interval)
+                if version == self._seen:
+                    self._wake.wait(self.interval)
+                    self._wake.clear()
                     continue
-                seen = version
+                self._seen = version
                 self.warm_once(version)
             except Exception:  # the next poll tries again; readers build what they need
                 logger.exception("rebuilding the leaderboard's views failed")
-                self._stop.wait(self.interval)
+                self._wake.wait(self.interval)
+                self._wake.clear()
 
     @contextmanager
     def running(self) -> Iterator[ViewWarmer]:
@@ -95,4 +115,5 @@ class ViewWarmer:
             yield self
         finally:
             self._stop.set()
+            self._wake.set()
             self._thread.join(timeout=30)

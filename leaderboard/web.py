@@ -12,8 +12,11 @@ opaque, expiring session id in a Secure, HTTP-only, strict same-site cookie). Au
 ``evaluator.api.deps``'s; every write goes through ``evaluator.crud`` (flags, re-score,
 sessions).
 
-The public views (page, plots, exports) are cached per board version (``leaderboard.views``);
-``warm_views`` rebuilds them as soon as the board changes.
+The public views (page, plots, exports) are cached per board version (``leaderboard.views``),
+each with its gzipped body and ETag (``leaderboard.responses``: a poller that sends the ETag back
+gets a 304 while the view is unchanged); ``warm_views`` rebuilds them as soon as the board
+changes, and ``pflkit.app`` answers a cached one before FastAPI's routing
+(``leaderboard.fast_reads``).
 """
 
 from __future__ import annotations

@@ -24,11 +24,14 @@ def create_app(settings: Settings | None = None, *, migrate_database: bool = Tru
         The FastAPI application.
     """
     from evaluator.main import create_app as create_evaluator
+    from leaderboard.fast_reads import add_fast_reads
     from leaderboard.reproduction_selection import select_reproductions
     from leaderboard.web import router, warm_views
 
-    return create_evaluator(settings, migrate_database=migrate_database, routers=(router,),
-                            services=(warm_views, select_reproductions))  # fmt: skip
+    app = create_evaluator(settings, migrate_database=migrate_database, routers=(router,),
+                           services=(warm_views, select_reproductions))  # fmt: skip
+    add_fast_reads(app)
+    return app
 
 
 def create_api(settings: Settings | None = None, *, migrate_database: bool = True) -> FastAPI:

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 from benchmark.tracks import TRACKS
 from leaderboard import views
 from leaderboard.board import as_json, csv_text
+from leaderboard.responses import CSV_HEADERS, CSV_TYPE, JSON_TYPE, respond
 
 router = APIRouter(tags=["leaderboard"])
 TRACK_CHOICES = " or ".join(f"{number} ({track.name})" for number, track in sorted(TRACKS.items()))
@@ -29,39 +30,36 @@ def _known(track: int | None) -> None:
 
 
 @router.get("/api/v1/leaderboard")
-def leaderboard_json(
+async def leaderboard_json(
     request: Request,
     track: int = Query(..., description=TRACK_CHOICES),
     all: bool = Query(False, description="every submission, not only each team's best"),
 ) -> Response:
-    """One track's ranking as JSON."""
+    """One track's ranking as JSON (``ETag``: send it back in ``If-None-Match`` to get a 304
+    while the ranking is unchanged; gzipped for clients that accept it)."""
     _known(track)
 
     def render(session: Session) -> bytes:
         board = views.board(request.app, session, all_submissions=all, public=True)
         return JSONResponse(jsonable_encoder(as_json(board, track=track))).body
 
-    return Response(
-        views.cached_view(request.app, ("json", track, all), render),
-        media_type="application/json",
-    )
+    view = await views.served_view(request.app, ("json", track, all), render)
+    return respond(request, view, media_type=JSON_TYPE)
 
 
 @router.get("/api/v1/leaderboard.csv")
-def leaderboard_csv(
+async def leaderboard_csv(
     request: Request,
     track: int | None = Query(None, description="one track only"),
     all: bool = Query(False, description="every submission, not only each team's best"),
 ) -> Response:
-    """Every track (or one) as CSV, one line per table entry (pandas)."""
+    """Every track (or one) as CSV, one line per table entry (pandas; ``ETag`` and gzip as the
+    JSON's)."""
     _known(track)
 
     def render(session: Session) -> bytes:
         board = views.board(request.app, session, all_submissions=all, public=True)
         return csv_text(board, track=track).encode()
 
-    return Response(
-        views.cached_view(request.app, ("csv", track, all), render),
-        media_type="text/csv",
-        headers={"Content-Disposition": 'attachment; filename="leaderboard.csv"'},
-    )
+    view = await views.served_view(request.app, ("csv", track, all), render)
+    return respond(request, view, media_type=CSV_TYPE, headers=CSV_HEADERS)

@@ -14,6 +14,7 @@ from evaluator.readiness import track2_checks
 from evaluator.validation.coverage import BYTES_CHECKED
 from evaluator.validation.privacy import VERIFICATION_COVERS, VERIFICATION_DOES_NOT_COVER
 from leaderboard import plots, source, views
+from leaderboard.responses import PAGE_TYPE, PLOT_TYPE, respond
 from leaderboard.routes.deps import SessionDep
 from leaderboard.routes.templating import PACKAGE_DIR, templates
 
@@ -34,8 +35,9 @@ def style() -> Response:
 
 
 @router.get("/leaderboard", response_class=HTMLResponse)
-def leaderboard_page(request: Request, all: bool = Query(False, alias="all")) -> HTMLResponse:
-    """Every track: ranked tables, plots and the unranked submissions with reasons."""
+async def leaderboard_page(request: Request, all: bool = Query(False, alias="all")) -> Response:
+    """Every track: ranked tables, plots and the unranked submissions with reasons (``ETag``
+    and gzip: ``leaderboard.responses``)."""
 
     def render(session: Session) -> bytes:
         context = {
@@ -48,9 +50,8 @@ def leaderboard_page(request: Request, all: bool = Query(False, alias="all")) ->
         }
         return templates.get_template("leaderboard.html").render(context).encode()
 
-    return HTMLResponse(
-        views.cached_view(request.app, ("leaderboard.html", all), render, priority=0)
-    )
+    view = await views.served_view(request.app, ("leaderboard.html", all), render, priority=0)
+    return respond(request, view, media_type=PAGE_TYPE)
 
 
 @router.get("/leaderboard/submissions/{submission_id}", response_class=HTMLResponse)
@@ -80,7 +81,7 @@ def _plot(session: Session, app: Any, track: int) -> bytes:
 
 
 @router.get("/leaderboard/plots/track{track}.png", include_in_schema=False)
-def plot(request: Request, track: int) -> Response:
+async def plot(request: Request, track: int) -> Response:
     """The plot a track names (``Track.plot``, ``leaderboard.plots.PLOTS``): track 1, ANLS
     against bytes (log) with the threshold; track 2, ANLS against epsilon; track 3,
     personalised against global ANLS per client."""
@@ -90,10 +91,7 @@ def plot(request: Request, track: int) -> Response:
         )
     if TRACKS[track].plot is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"track {track} has no plot")
-    return Response(
-        views.cached_view(
-            request.app, ("plot", track), lambda session: _plot(session, request.app, track)
-        ),
-        media_type="image/png",
-        headers={"Cache-Control": "no-cache"},
+    view = await views.served_view(
+        request.app, ("plot", track), lambda session: _plot(session, request.app, track)
     )
+    return respond(request, view, media_type=PLOT_TYPE)
