@@ -40,5 +40,5 @@ set +e
     "${official[@]}" ${GPU_CHECK_ARGS:-} 2>&1 | tee "$out/gpucheck.log"
 status=${PIPESTATUS[0]}
 set -e
-tar -czf "$out/gpucheck.tar.gz" -C "$out" --exclude=gpucheck.tar.gz .
+tar -czf "$out.tar.gz.partial" -C "$out" . && mv "$out.tar.gz.partial" "$out/gpucheck.tar.gz"  # written beside $out: tar reads a folder that does not change
 exit "$status"

@@ -83,7 +83,10 @@ class FastReadsMiddleware:
             found = self.fast_reads.find(scope["path"])
             if found is not None:
                 handler, template, parameter = found
-                answer = await handler(scope["app"], scope, parameter)
+                try:
+                    answer = await handler(scope["app"], scope, parameter)
+                except Exception:  # the route answers instead, with the service's error handling
+                    answer = None  # (a 503 while the database is down, never a bare 500)
                 if answer is not None:
                     scope["route"] = SimpleNamespace(path=template)  # the metrics' label
                     code, headers, body = answer

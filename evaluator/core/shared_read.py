@@ -2,7 +2,7 @@
 
 Two hundred readers polling the leaderboard each need the board version, and each must see a
 version read after it arrived (a score that committed before a request must show in its answer,
-``leaderboard.cache``); a status poll must have its token checked after it arrived (a revoked
+the leaderboard's view cache); a status poll must have its token checked after it arrived (a revoked
 token is refused at once). Reading once per request costs a worker thread, a session and a
 query each. :class:`SharedRead` reads for all of them: a request that finds no read waiting to
 start schedules one and adds its key (a token's hash, say); the requests arriving before that
