@@ -41,7 +41,7 @@ def train_once(preset: str, data: Path, base: str, out: Path, epsilon: float) ->
 def bind_run(run: Path, scorer) -> tuple[str, float]:  # type: ignore[no-untyped-def]
     """The worker's binding checks on a run directory: (outcome, seconds)."""
     from benchmark.tracks import get_track
-    from evaluator.models import SubmissionMetadata
+    from evaluator.submission_metadata import SubmissionMetadata
     from evaluator.validation.binding import bind
     from evaluator.validation.commdetails import read_details
     from evaluator.validation.commlog import declared_shape, parse_log

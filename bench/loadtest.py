@@ -53,7 +53,7 @@ def seed(database_url: str) -> tuple[str, str]:
     """A team and one finished submission; returns (token, submission id)."""
     from evaluator import crud
     from evaluator.core.db import migrate, session_scope
-    from evaluator.models import Status
+    from evaluator.tables import Status
 
     migrate(database_url)
     with session_scope(database_url) as session:
@@ -381,7 +381,7 @@ def _final_states(database_url: str | None) -> Counter[str]:
     from sqlalchemy import func, select
 
     from evaluator.core.db import session_scope
-    from evaluator.models import TERMINAL, Submission
+    from evaluator.tables import TERMINAL, Submission
 
     if database_url is None:
         return Counter()
@@ -432,7 +432,7 @@ async def _scoring_started(database_url: str | None, timeout: float = 600) -> No
     from sqlalchemy import func, select
 
     from evaluator.core.db import session_scope
-    from evaluator.models import Status, Submission
+    from evaluator.tables import Status, Submission
 
     deadline = time.monotonic() + timeout
     while database_url is not None and time.monotonic() < deadline:

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from benchmark.tracks import COMMUNICATION, PRIVACY, TRACKS
 from evaluator import crud
-from evaluator.models import Status, Team
+from evaluator.tables import Status, Team
 
 
 def team_id(session: Session, name: str) -> int:

@@ -40,7 +40,7 @@ from sqlalchemy.pool import StaticPool
 
 from evaluator.core.config import Settings
 from evaluator.core.db import get_engine, migrate
-from evaluator.models import BoardVersion, Submission, Team, Worker
+from evaluator.tables import BoardVersion, Submission, Team, Worker
 
 MANIFEST = "manifest.json"
 SQLITE_FILE = "database.sqlite"

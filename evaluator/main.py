@@ -26,9 +26,9 @@ from evaluator.core.headers import SecurityHeaders
 from evaluator.core.security import hash_token
 from evaluator.core.throttle import FailedAuthThrottle
 from evaluator.metrics import RequestMetrics, ServiceMetrics
-from evaluator.models import Team, utcnow
 from evaluator.queue import TaskQueue
 from evaluator.storage import SubmissionStore
+from evaluator.tables import Team, utcnow
 
 logger = logging.getLogger("evaluator.api")
 ORGANISER_TEAM = "organisers"

@@ -34,8 +34,8 @@ from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
 from evaluator import crud
-from evaluator.models import Status, Submission, SubmissionEvent, utcnow
 from evaluator.operations import failure_kind
+from evaluator.tables import Status, Submission, SubmissionEvent, utcnow
 
 #: latency buckets of the API (seconds): the status endpoint answers in milliseconds, an
 #: upload of a real checkpoint in seconds

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from evaluator import crud
-from evaluator.models import WorkerState, utcnow
+from evaluator.tables import WorkerState, utcnow
 
 #: failures by kind: the start of a ``failed`` transition's detail (``evaluator.worker``)
 FAILURE_KINDS = (

@@ -12,7 +12,7 @@ from sqlalchemy import Select, bindparam, select
 from sqlalchemy.orm import Session
 
 from evaluator import crud
-from evaluator.models import Submission, Team
+from evaluator.tables import Submission, Team
 from leaderboard.ranking import Row
 
 _NAMES = (

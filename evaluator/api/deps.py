@@ -19,9 +19,9 @@ from evaluator import crud
 from evaluator.core.config import Settings
 from evaluator.core.db import committed
 from evaluator.core.throttle import FailedAuthThrottle
-from evaluator.models import Team
 from evaluator.queue import TaskQueue
 from evaluator.storage import SubmissionStore
+from evaluator.tables import Team
 
 T = TypeVar("T")
 SESSION_COOKIE = "pflkit_session"

@@ -6,8 +6,8 @@ from fastapi import HTTPException, status
 from sqlalchemy.orm import Session
 
 from evaluator import crud
-from evaluator.models import Submission
 from evaluator.queue import TaskQueue
+from evaluator.tables import Submission
 
 
 def queue_rescore(session: Session, queue: TaskQueue, row: Submission, organiser: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from evaluator.models import BoardVersion, Submission
+from evaluator.tables import BoardVersion, Submission
 
 
 def board_changed(session: Session, *, submission_id: str | None) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from evaluator.models import NOT_COUNTED_IN_QUOTA, Status, Submission
+from evaluator.tables import NOT_COUNTED_IN_QUOTA, Status, Submission
 
 
 def lock_checkpoint(session: Session, *, model_sha256: str) -> None:

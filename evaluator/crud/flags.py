@@ -8,7 +8,7 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from evaluator.crud.board import board_changed
-from evaluator.models import Submission, SubmissionEvent, utcnow
+from evaluator.tables import Submission, SubmissionEvent, utcnow
 
 
 def set_flags(

@@ -13,7 +13,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from evaluator.crud.board import board_changed
-from evaluator.models import Status, Submission, SubmissionEvent, utcnow
+from evaluator.tables import Status, Submission, SubmissionEvent, utcnow
 
 
 def claim(session: Session, *, submission_id: str, worker: str, lease_seconds: float) -> bool:

@@ -8,7 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, joinedload
 
 from evaluator.core.security import hash_token
-from evaluator.models import OrganiserSession, Team, utcnow
+from evaluator.tables import OrganiserSession, Team, utcnow
 
 
 def create_organiser_session(session: Session, *, team_id: int, lifetime: dt.timedelta) -> str:

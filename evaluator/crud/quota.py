@@ -7,7 +7,7 @@ import datetime as dt
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from evaluator.models import NOT_COUNTED_IN_QUOTA, Submission
+from evaluator.tables import NOT_COUNTED_IN_QUOTA, Submission
 
 
 class QuotaExceeded(Exception):

@@ -15,7 +15,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from evaluator.crud.board import board_changed
-from evaluator.models import Submission, utcnow
+from evaluator.tables import Submission, utcnow
 
 QUEUED = "queued"
 REPRODUCING = "reproducing"

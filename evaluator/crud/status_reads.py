@@ -15,14 +15,8 @@ from sqlalchemy import Boolean, Select, and_, bindparam, cast, literal, null, or
 from sqlalchemy.orm import Session
 
 from evaluator.core.security import hash_token
-from evaluator.models import (
-    PUBLIC_COLUMNS,
-    BoardVersion,
-    Submission,
-    SubmissionEvent,
-    SubmissionPublic,
-    Team,
-)
+from evaluator.schemas import PUBLIC_COLUMNS, SubmissionPublic
+from evaluator.tables import BoardVersion, Submission, SubmissionEvent, Team
 
 
 @dataclass(frozen=True)

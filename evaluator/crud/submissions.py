@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, joinedload, selectinload
 from evaluator.crud.board import board_changed
 from evaluator.crud.quota import QuotaExceeded, used_quota
 from evaluator.crud.teams import lock_team
-from evaluator.models import TERMINAL, Status, Submission, SubmissionEvent, utcnow
+from evaluator.tables import TERMINAL, Status, Submission, SubmissionEvent, utcnow
 
 _TIMESTAMP_OF = {
     Status.QUEUED: "queued_at",

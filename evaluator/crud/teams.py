@@ -7,7 +7,7 @@ from sqlalchemy.orm import Session
 
 from evaluator import team_names
 from evaluator.core.security import hash_token, new_token
-from evaluator.models import Team, utcnow
+from evaluator.tables import Team, utcnow
 
 InvalidTeamName = team_names.InvalidTeamName
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
-from evaluator.models import Status, Submission, SubmissionEvent, Worker, WorkerState, utcnow
+from evaluator.tables import Status, Submission, SubmissionEvent, Worker, WorkerState, utcnow
 
 KEEP_SILENT_DAYS = 7
 #: the longest ``holding`` kept (ids of the jobs a worker scores at once)

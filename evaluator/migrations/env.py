@@ -6,7 +6,7 @@ from alembic import context
 from sqlalchemy import text
 
 from evaluator.core.db import make_engine
-from evaluator.models import Base
+from evaluator.tables import Base
 
 config = context.config
 target_metadata = Base.metadata

@@ -22,7 +22,7 @@ import threading
 from evaluator import crud
 from evaluator.core.config import Settings
 from evaluator.core.db import session_scope
-from evaluator.models import WorkerState
+from evaluator.tables import WorkerState
 
 logger = logging.getLogger("evaluator.worker")
 #: how often the watch looks at the child

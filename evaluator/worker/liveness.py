@@ -17,7 +17,7 @@ import uuid
 from evaluator import crud
 from evaluator.core.config import Settings
 from evaluator.core.db import session_scope
-from evaluator.models import WorkerState
+from evaluator.tables import WorkerState
 
 logger = logging.getLogger("evaluator.worker")
 

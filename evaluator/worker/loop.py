@@ -7,9 +7,9 @@ import logging
 import time
 
 from evaluator.core.config import Settings
-from evaluator.models import WorkerState
 from evaluator.queue import TaskQueue
 from evaluator.readiness import ThresholdAtOrBelowBase, check_readiness
+from evaluator.tables import WorkerState
 from evaluator.worker.liveness import WorkerPresence
 from evaluator.worker.reaper import Reaper
 from evaluator.worker.reproducer import Reproducer

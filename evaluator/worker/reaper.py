@@ -14,9 +14,9 @@ import threading
 from evaluator import crud
 from evaluator.core.config import Settings
 from evaluator.core.db import session_scope
-from evaluator.models import Status, utcnow
 from evaluator.queue import TaskQueue
 from evaluator.storage import SubmissionStore
+from evaluator.tables import Status, utcnow
 
 logger = logging.getLogger("evaluator.worker")
 

@@ -19,10 +19,10 @@ from benchmark.submission_contract import stored_name
 from evaluator import crud
 from evaluator.core.config import Settings
 from evaluator.core.db import session_scope
-from evaluator.models import Submission
 from evaluator.queue import TaskQueue
 from evaluator.reproduction.verdict import FAILED
 from evaluator.storage import SubmissionStore
+from evaluator.tables import Submission
 
 logger = logging.getLogger("evaluator.reproducer")
 #: seconds between two looks at the queue

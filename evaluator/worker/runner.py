@@ -21,10 +21,11 @@ from evaluator import crud
 from evaluator.canary_audit import CanaryAudit
 from evaluator.core.config import Settings
 from evaluator.core.db import session_scope
-from evaluator.models import Status, Submission, SubmissionMetadata
 from evaluator.queue import TaskQueue
 from evaluator.scoring import Scorer
 from evaluator.storage import SubmissionStore
+from evaluator.submission_metadata import SubmissionMetadata
+from evaluator.tables import Status, Submission
 from evaluator.validation import InvalidSubmission
 from evaluator.validation.track_parts import check_track_parts
 from evaluator.worker.liveness import WorkerPresence

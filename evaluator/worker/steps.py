@@ -19,8 +19,8 @@ from benchmark.tracks import Track
 from evaluator.canary_audit import CLAIM_BASES, CanaryAudit, audited_claim, contradicted
 from evaluator.core.config import Settings
 from evaluator.federation import federation_of
-from evaluator.models import SubmissionMetadata
 from evaluator.scoring import Scorer
+from evaluator.submission_metadata import SubmissionMetadata
 from evaluator.validation import InvalidSubmission
 from evaluator.validation.binding import bind
 from evaluator.validation.checkpoint import validate_checkpoint

@@ -8,7 +8,7 @@ from fastapi import Depends
 from sqlalchemy.orm import Session
 
 from evaluator.api.deps import get_session, require_organiser
-from evaluator.models import Team
+from evaluator.tables import Team
 
 SessionDep = Annotated[Session, Depends(get_session)]
 OrganiserDep = Annotated[Team, Depends(require_organiser)]

@@ -18,9 +18,9 @@ from benchmark.tracks import COMMUNICATION
 from evaluator import crud
 from evaluator.api.deps import organiser_from_request
 from evaluator.api.rescore import queue_rescore
-from evaluator.models import Submission, Team
 from evaluator.operations import Operations, operations_snapshot
 from evaluator.readiness import read_readiness, threshold_problems, track2_checks
+from evaluator.tables import Submission, Team
 from leaderboard import source, views
 from leaderboard.board import Board
 from leaderboard.routes.deps import OrganiserDep, SessionDep

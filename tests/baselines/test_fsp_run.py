@@ -16,7 +16,7 @@ from baselines.cli import train
 from baselines.fsp.vocabulary import LOCATION_BINS, MAX_MASKED, SENTINEL_KINDS
 from baselines.strategies import STRATEGIES, StrategyOptions
 from benchmark.tracks import get_track
-from evaluator.models import SubmissionMetadata
+from evaluator.submission_metadata import SubmissionMetadata
 from evaluator.validation.commlog import declared_shape, parse_log
 from evaluator.validation.errors import InvalidSubmission
 

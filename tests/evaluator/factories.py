@@ -271,8 +271,8 @@ def store_run(runner, token: str, run: Path, *, model: Path | None = None,  # ty
     database and the storage)."""
     from evaluator import crud
     from evaluator.core.db import session_scope
-    from evaluator.models import Status
     from evaluator.storage import SubmissionStore
+    from evaluator.tables import Status
 
     meta = meta or json.loads((run / "submission.json").read_text())
     settings = runner.settings

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func, select
 
 from evaluator.core.db import session_scope
-from evaluator.models import Submission
+from evaluator.tables import Submission
 from tests.evaluator.conftest import LiveServer
 from tests.evaluator.factories import (
     LOG_HEADER,
@@ -461,7 +461,7 @@ def test_track3_upload_is_stored_with_one_file_per_client(
 
 def test_organiser_rescore(live_server: LiveServer, teams: dict, tmp_path: Path, settings) -> None:  # type: ignore[no-untyped-def]
     from evaluator import crud
-    from evaluator.models import Status
+    from evaluator.tables import Status
     from tests.evaluator.factories import small_safetensors
 
     model = small_safetensors(tmp_path / "m.safetensors").read_bytes()

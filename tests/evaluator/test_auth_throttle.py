@@ -8,7 +8,7 @@ import pytest
 
 from evaluator import crud
 from evaluator.core.db import session_scope
-from evaluator.models import Status
+from evaluator.tables import Status
 from tests.evaluator.conftest import LiveServer
 from tests.evaluator.factories import small_safetensors
 from tests.evaluator.test_api import upload

@@ -27,8 +27,9 @@ from benchmark.tracks import TRACKS
 from evaluator import crud
 from evaluator.backup import backup
 from evaluator.core.db import code_heads, get_engine, session_scope
-from evaluator.models import Status, SubmissionPublic
 from evaluator.queue import TaskQueue
+from evaluator.schemas import SubmissionPublic
+from evaluator.tables import Status
 from evaluator.worker import JobRunner
 from tests.evaluator.conftest import LiveServer, create_pg_database, drop_pg_database
 from tests.evaluator.factories import write_benchmark

@@ -13,7 +13,7 @@ from evaluator.cli import submit, team
 from evaluator.core.config import Settings
 from evaluator.core.db import migrate, schema_is_current, session_scope
 from evaluator.core.security import hash_token
-from evaluator.models import Team
+from evaluator.tables import Team
 
 
 def test_defaults_live_in_the_storage_directory(tmp_path: Path) -> None:
@@ -120,7 +120,7 @@ def test_migrations_match_the_models(database_url: str) -> None:
     from alembic.runtime.migration import MigrationContext
 
     from evaluator.core.db import get_engine
-    from evaluator.models import Base
+    from evaluator.tables import Base
 
     with get_engine(database_url).connect() as connection:
         context = MigrationContext.configure(connection, opts={"compare_type": True})

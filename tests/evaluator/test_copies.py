@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from evaluator import crud
 from evaluator.core.db import session_scope
-from evaluator.models import Status, Submission
+from evaluator.tables import Status, Submission
 from tests.evaluator.conftest import LiveServer
 from tests.evaluator.factories import small_safetensors
 from tests.evaluator.test_api import count_rows, upload
@@ -31,7 +31,7 @@ def _digest(path: Path) -> str:
 
 
 def _used(settings, token_team: str) -> int:  # type: ignore[no-untyped-def]
-    from evaluator.models import Team
+    from evaluator.tables import Team
 
     with session_scope(settings.db_url) as session:
         team_id = session.scalar(select(Team.id).where(Team.name == token_team))

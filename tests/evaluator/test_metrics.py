@@ -13,8 +13,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from evaluator import crud
 from evaluator.core.db import session_scope
 from evaluator.metrics import METRICS
-from evaluator.models import Status, WorkerState
 from evaluator.queue import TaskQueue
+from evaluator.tables import Status, WorkerState
 from evaluator.worker import JobRunner
 from evaluator.worker.liveness import WorkerPresence
 from tests.evaluator.conftest import LiveServer

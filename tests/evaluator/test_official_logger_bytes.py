@@ -19,8 +19,8 @@ from click.testing import CliRunner
 from baselines.cli import train
 from evaluator import crud
 from evaluator.core.db import session_scope
-from evaluator.models import SubmissionPublic
 from evaluator.queue import TaskQueue
+from evaluator.schemas import SubmissionPublic
 from evaluator.worker import JobRunner
 from tests.evaluator.factories import store_run
 from tests.small_model import save_small_reference

@@ -10,7 +10,8 @@ from bench.loadtest import seed
 from evaluator import crud
 from evaluator.core.db import session_factory, session_scope
 from evaluator.core.security import hash_token
-from evaluator.models import SubmissionPublic, Team
+from evaluator.schemas import SubmissionPublic
+from evaluator.tables import Team
 from tests.evaluator.conftest import LiveServer
 
 

@@ -15,8 +15,8 @@ from sqlalchemy import select
 
 from evaluator.client import SubmitError, run_files, submit
 from evaluator.core.db import session_scope
-from evaluator.models import Submission
 from evaluator.queue import TaskQueue
+from evaluator.tables import Submission
 from evaluator.validation.personal import declared_frozen
 from evaluator.worker import JobRunner
 from tests.evaluator.conftest import LiveServer

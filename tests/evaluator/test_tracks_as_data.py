@@ -11,7 +11,8 @@ import pytest
 from benchmark.submission_contract import PARTS
 from benchmark.tracks import TRACKS, Track
 from evaluator.core.config import Settings
-from evaluator.models import ResultsPublic, Submission
+from evaluator.schemas import ResultsPublic
+from evaluator.tables import Submission
 from leaderboard.plots import PLOTS
 from leaderboard.ranking import RANKINGS, Row
 from leaderboard.routes.templating import PACKAGE_DIR

@@ -13,9 +13,9 @@ from sqlalchemy import select, update
 
 from evaluator import crud
 from evaluator.core.db import session_scope
-from evaluator.models import Status, Submission, SubmissionEvent, utcnow
 from evaluator.queue import TaskQueue
 from evaluator.storage import SubmissionStore
+from evaluator.tables import Status, Submission, SubmissionEvent, utcnow
 from evaluator.worker import JobRunner, reap
 from tests.evaluator.factories import details_log, fedavg_log, metadata, small_safetensors
 

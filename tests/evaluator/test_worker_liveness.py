@@ -23,7 +23,7 @@ from sqlalchemy import update
 
 from evaluator import client, crud
 from evaluator.core.db import alembic_config, code_heads, session_scope
-from evaluator.models import Status, Worker, WorkerState
+from evaluator.tables import Status, Worker, WorkerState
 from evaluator.worker.liveness import WorkerPresence
 from tests.evaluator.conftest import LiveServer
 from tests.evaluator.factories import write_benchmark

@@ -40,7 +40,7 @@ def fill_known(db_url: str) -> dict[str, str]:
     """The hand-made competition: names -> submission ids."""
     from bench.seed_leaderboard import add_submission, per_round
     from evaluator.core.db import session_factory
-    from evaluator.models import Status
+    from evaluator.tables import Status
 
     def comm(rounds: int, clients: int, message: int) -> dict:
         total = 2 * rounds * clients * message

@@ -12,7 +12,7 @@ import pytest
 from bench.seed_leaderboard import add_submission
 from evaluator import crud
 from evaluator.core.db import session_factory, session_scope
-from evaluator.models import Status
+from evaluator.tables import Status
 from leaderboard import views
 from leaderboard.cache import VersionedCache
 from leaderboard.routes import pages

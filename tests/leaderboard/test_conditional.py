@@ -11,7 +11,7 @@ import pytest
 
 from bench.seed_leaderboard import add_submission
 from evaluator.core.db import session_factory
-from evaluator.models import Status
+from evaluator.tables import Status
 from leaderboard import views
 from leaderboard.responses import View, accepts_gzip, not_modified
 

@@ -86,7 +86,7 @@ def test_security_headers_on_pages_and_api(served) -> None:  # type: ignore[no-u
 
 def test_session_cookie_is_opaque_secure_and_expires(served_factory) -> None:  # type: ignore[no-untyped-def]
     from evaluator.core.db import session_factory
-    from evaluator.models import OrganiserSession
+    from evaluator.tables import OrganiserSession
 
     served = served_factory()
     login = httpx.post(served.url + "/leaderboard/organiser/login",

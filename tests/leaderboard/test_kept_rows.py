@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from bench.seed_leaderboard import add_submission, team_id
 from evaluator import crud
 from evaluator.core.db import session_factory
-from evaluator.models import Status
+from evaluator.tables import Status
 from leaderboard import source
 from leaderboard.board import build_board
 from leaderboard.kept_rows import KeptRows

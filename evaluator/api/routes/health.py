@@ -16,7 +16,7 @@ from evaluator.api.deps import SessionDep, SettingsDep
 from evaluator.api.worker_watch import no_worker_reason
 from evaluator.core.db import code_heads, revisions_of
 from evaluator.crud import Liveness
-from evaluator.models import Health, ReadyState
+from evaluator.schemas import Health, ReadyState
 
 router = APIRouter(tags=["health"])
 

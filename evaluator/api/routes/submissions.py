@@ -40,15 +40,7 @@ from evaluator.api.worker_watch import WorkerWatch, waiting_note, waiting_since
 from evaluator.benchmark_info import clients_of, track_unavailable
 from evaluator.core.config import Settings
 from evaluator.crud import Caller, Liveness
-from evaluator.models import (
-    Status,
-    Submission,
-    SubmissionAccepted,
-    SubmissionList,
-    SubmissionMetadata,
-    SubmissionPublic,
-    Team,
-)
+from evaluator.schemas import SubmissionAccepted, SubmissionList, SubmissionPublic
 from evaluator.storage import (
     PersonalLimits,
     SubmissionStore,
@@ -57,6 +49,8 @@ from evaluator.storage import (
     storage_full,
     upload_limits,
 )
+from evaluator.submission_metadata import SubmissionMetadata
+from evaluator.tables import Status, Submission, Team
 from evaluator.validation import InvalidSubmission
 from evaluator.validation.checkpoint import read_header
 from evaluator.validation.commdetails import read_details

@@ -6,7 +6,7 @@ from fastapi import APIRouter, HTTPException, status
 
 from evaluator import crud
 from evaluator.api.deps import Organiser, SessionDep
-from evaluator.models import TeamCreate, TeamCreated
+from evaluator.schemas import TeamCreate, TeamCreated
 
 router = APIRouter(prefix="/api/v1/teams", tags=["teams"])
 

@@ -1,19 +1,17 @@
-"""Database tables and the API's public schemas (one block per entity).
+"""The evaluator's database tables (one class per table) and the values of their state columns.
 
 Tables: ``teams`` (hashed API tokens, organiser role), ``submissions`` (one row per upload with
-its state, timestamps, lease and every result the leaderboard ranks on) and
-``submission_events`` (each state transition, timestamped) and ``workers`` (each scoring
-worker's heartbeat and, for one that refused to start, why).
+its state, timestamps, lease and the results every track has), ``submission_events`` (each
+state transition, timestamped), ``organiser_sessions``, ``board_version`` and ``workers`` (each
+scoring worker's heartbeat and, for one that refused to start, why).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import enum
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -28,9 +26,6 @@ from sqlalchemy import (
     TypeDecorator,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
-
-from benchmark.tracks import TRACKS, track_numbers
-from evaluator import team_names
 
 
 def utcnow() -> dt.datetime:
@@ -48,7 +43,7 @@ class UTCDateTime(TypeDecorator[dt.datetime]):
         if value is None:
             return None
         if value.tzinfo is None:
-            raise ValueError("naive datetimes are not stored; use evaluator.models.utcnow()")
+            raise ValueError("naive datetimes are not stored; use evaluator.tables.utcnow()")
         value = value.astimezone(dt.UTC)
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
 
@@ -282,321 +277,3 @@ class Worker(Base):
     last_beat_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     # The submissions it is scoring now (space-separated ids; empty when idle).
     holding: Mapped[str] = mapped_column(Text, default="", server_default="")
-
-
-class PersonalMetadata(BaseModel):
-    """``submission.json``'s ``personal`` (track 3)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    #: the log round that sends the final global model to the clients before they personalise
-    #: it (after the federated rounds; None when nothing is sent).
-    log_round: int | None = Field(default=None, ge=0, le=1_000_000)
-
-
-class PretrainingMetadata(BaseModel):
-    """``submission.json``'s ``pretraining``: federated pre-training rounds logged before the
-    fine-tuning rounds (``evaluator.validation.commlog``)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    rounds: int = Field(ge=1, le=1_000_000)
-    clients_per_round: int = Field(ge=1, le=100_000)
-
-
-class SubmissionMetadata(BaseModel):
-    """The ``metadata`` part of an upload (``submission.json`` of a run directory).
-
-    ``rounds`` may be 0: track 3's ``local-only`` federates nothing.
-    """
-
-    model_config = ConfigDict(extra="allow")
-
-    track: int
-    method: str = Field(min_length=1, max_length=200)
-    description: str = Field(default="", max_length=10_000)
-    clients: int | None = Field(default=None, ge=1, le=100_000)
-    clients_per_round: int | None = Field(default=None, ge=1, le=100_000)
-    rounds: int | None = Field(default=None, ge=0, le=1_000_000)
-    sampling: Literal["fixed", "poisson"] | None = None
-    personal: PersonalMetadata | None = None
-    pretraining: PretrainingMetadata | None = None
-
-    @field_validator("track", mode="before")
-    @classmethod
-    def _integer_track(cls, value: Any) -> Any:
-        """A track of ``benchmark.tracks.TRACKS``, read when validated (a track added later
-        counts); ``true`` equals 1 in Python but is no track number: only JSON integers are."""
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"track must be a JSON integer, got {value!r}")
-        if value not in TRACKS:
-            raise ValueError(f"track must be {track_numbers()}, got {value}")
-        return value
-
-    def official_logger_bytes(self) -> int | None:
-        """The declared ``official_logger_total_bytes``: what the official starter kit's logger
-        would have counted for the run (``pflkit train`` writes it), the figure of the
-        competition's published tables.
-
-        Shown beside the evaluator's own tally, never ranked and not checked, so a missing or
-        malformed value is not an error.
-
-        Returns:
-            The value when it is a JSON integer in 0 .. 2**63 - 1, else None.
-        """
-        value = (self.model_extra or {}).get("official_logger_total_bytes")
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
-            return None
-        return value
-
-
-# Scores participants see: 4 decimals, as the competition published them.
-PUBLIC_DECIMALS = 4
-SCORE_FIELDS = ("anls", "accuracy", "anls_in", "anls_out", "accuracy_in", "accuracy_out",
-                "personal_anls", "personal_anls_std", "personal_worst_anls",
-                "global_personal_anls", "global_unseen_anls")  # fmt: skip
-#: the scores of each per-client entry of ``personal_clients``.
-CLIENT_SCORE_FIELDS = ("personal_anls", "global_anls")
-# Per-round tallies in one API answer (the log may hold up to max_log_rounds rounds).
-MAX_ROUNDS_SHOWN = 1000
-
-
-class TransitionPublic(BaseModel):
-    """A state transition as the API shows it."""
-
-    model_config = ConfigDict(from_attributes=True)
-
-    from_status: str | None
-    to_status: str
-    at: dt.datetime
-    detail: str | None
-
-
-class ResultsPublic(BaseModel):
-    """Scores, communication tally and privacy verification of a finished submission."""
-
-    anls: float | None = None
-    accuracy: float | None = None
-    anls_in: float | None = None
-    anls_out: float | None = None
-    accuracy_in: float | None = None
-    accuracy_out: float | None = None
-    n_questions: int | None = None
-    n_in: int | None = None
-    n_out: int | None = None
-    total_bytes: int | None = None
-    official_logger_total_bytes: int | None = Field(
-        default=None,
-        description="what the official starter kit's logger would have counted "
-        "(as the published tables did), declared in submission.json: not checked, not ranked",
-    )
-    bytes_up: int | None = None
-    bytes_down: int | None = None
-    rounds: int | None = None
-    messages: int | None = None
-    per_round: list[dict[str, int]] | None = Field(
-        default=None, description="per-round tallies, the first 1000 rounds at most"
-    )
-    epsilon: float | None = None
-    delta: float | None = None
-    privacy_verified: bool | None = None
-    privacy_report: dict[str, Any] | None = None
-    personal_anls: float | None = Field(
-        default=None, description="track 3: mean personalised ANLS, weighted by questions"
-    )
-    personal_anls_std: float | None = None
-    personal_worst_client: int | None = None
-    personal_worst_anls: float | None = None
-    global_personal_anls: float | None = None
-    global_unseen_anls: float | None = None
-    n_personal: int | None = None
-    personal_clients: list[dict[str, Any]] | None = Field(
-        default=None, description="track 3: per client n, personal_anls, global_anls"
-    )
-    personal_report: dict[str, Any] | None = None
-    audit_epsilon: float | None = Field(
-        default=None, description="privacy audit: empirical epsilon lower bound (95% confidence)"
-    )
-    audit_auc: float | None = None
-    audit_tpr: float | None = Field(default=None, description="privacy audit: TPR at audit_fpr")
-    audit_fpr: float | None = None
-    audit_seconds: float | None = None
-    audit_contradicted: bool | None = Field(
-        default=None, description="the privacy claim's epsilon is below the audit's lower bound"
-    )
-    audit_report: dict[str, Any] | None = None
-    scoring_seconds: float | None = None
-    reproduction: str | None = Field(
-        default=None,
-        description="the organisers' re-run of the recipe: null (not selected), queued, "
-        "reproducing, or the verdict (reproduced exactly, reproduced within tolerance, not "
-        "reproduced, failed)",
-    )
-    reproduction_reason: str | None = Field(
-        default=None, description="the verdict's sentence: where a re-run differed or why it failed"
-    )
-
-
-# The submission columns the API view is built from (``SubmissionPublic.from_values``).
-PUBLIC_COLUMNS = (
-    "id", "track", "method", "description", "status", "reason", "attempts", "created_at",
-    "updated_at", "queued_at", "scoring_started_at", "finished_at", *ResultsPublic.model_fields,
-)  # fmt: skip
-
-
-class SubmissionPublic(BaseModel):
-    """A submission as its team (or an organiser) sees it."""
-
-    id: str
-    team: str
-    track: int
-    method: str
-    description: str
-    status: Status
-    reason: str | None
-    attempts: int
-    created_at: dt.datetime
-    updated_at: dt.datetime
-    queued_at: dt.datetime | None
-    scoring_started_at: dt.datetime | None
-    finished_at: dt.datetime | None
-    anls: float | None = Field(description="test ANLS (same as results.anls)")
-    accuracy: float | None
-    total_bytes: int | None = Field(description="bytes exchanged, both directions")
-    results: ResultsPublic
-    transitions: list[TransitionPublic]
-    waiting_for_worker_since: dt.datetime | None = Field(
-        default=None,
-        description="a queued submission while no scoring worker is live: since when it waits",
-    )
-    waiting: str | None = Field(
-        default=None, description="a queued submission while no scoring worker is live: why"
-    )
-
-    @classmethod
-    def from_row(cls, row: Submission, *, full_precision: bool = False) -> SubmissionPublic:
-        """Build the API view of a submission row (team and events loaded).
-
-        Args:
-            row: the submission.
-            full_precision: organisers only; participants get scores to ``PUBLIC_DECIMALS``
-                decimals (more would let repeated submissions probe single hidden answers).
-
-        Returns:
-            The view, with at most ``MAX_ROUNDS_SHOWN`` per-round tallies.
-        """
-        values = {name: getattr(row, name) for name in PUBLIC_COLUMNS}
-        events = [(e.from_status, e.to_status, e.at, e.detail) for e in row.events]
-        return cls.from_values(
-            values, team=row.team.name, events=events, full_precision=full_precision
-        )
-
-    @classmethod
-    def from_values(
-        cls,
-        values: Mapping[str, Any],
-        *,
-        team: str,
-        events: Sequence[tuple[str | None, str, dt.datetime, str | None]],
-        full_precision: bool = False,
-    ) -> SubmissionPublic:
-        """Build the API view from a submission's column values (``PUBLIC_COLUMNS``).
-
-        Args:
-            values: the submission's columns by name.
-            team: its team's name.
-            events: its transitions, oldest first, as (from, to, at, detail).
-            full_precision: see :meth:`from_row`.
-
-        Returns:
-            The view.
-        """
-        results_values = {name: values[name] for name in ResultsPublic.model_fields}
-        if not full_precision:
-            for name in SCORE_FIELDS:
-                if results_values[name] is not None:
-                    results_values[name] = round(results_values[name], PUBLIC_DECIMALS)
-        if results_values["per_round"] is not None:
-            results_values["per_round"] = results_values["per_round"][:MAX_ROUNDS_SHOWN]
-        if results_values["personal_clients"] is not None and not full_precision:
-            results_values["personal_clients"] = [
-                {k: round(v, PUBLIC_DECIMALS) if k in CLIENT_SCORE_FIELDS and v is not None
-                 else v for k, v in entry.items()}
-                for entry in results_values["personal_clients"]
-            ]  # fmt: skip
-        results = ResultsPublic(**results_values)
-        return cls(
-            id=values["id"],
-            team=team,
-            track=values["track"],
-            method=values["method"],
-            description=values["description"],
-            status=Status(values["status"]),
-            reason=values["reason"],
-            attempts=values["attempts"],
-            created_at=values["created_at"],
-            updated_at=values["updated_at"],
-            queued_at=values["queued_at"],
-            scoring_started_at=values["scoring_started_at"],
-            finished_at=values["finished_at"],
-            anls=results.anls,
-            accuracy=results.accuracy,
-            total_bytes=values["total_bytes"],
-            results=results,
-            transitions=[
-                TransitionPublic(from_status=f, to_status=t, at=at, detail=d)
-                for f, t, at, d in events
-            ],
-        )
-
-
-class SubmissionAccepted(BaseModel):
-    """Answer to an accepted upload (HTTP 202)."""
-
-    id: str
-    status: Status
-    url: str
-
-
-class SubmissionList(BaseModel):
-    """A team's submissions, newest first."""
-
-    submissions: list[SubmissionPublic]
-
-
-class TeamCreate(BaseModel):
-    """Request body of the organiser endpoint that creates a team."""
-
-    name: str = Field(min_length=1, max_length=100, description="see evaluator.team_names")
-    organiser: bool = False
-
-    @field_validator("name")
-    @classmethod
-    def _valid_name(cls, value: str) -> str:
-        return team_names.normalise(value)
-
-
-class TeamCreated(BaseModel):
-    """A new team and its API token (shown once, stored only as a hash)."""
-
-    id: int
-    name: str
-    organiser: bool
-    token: str
-
-
-class ReadyState(BaseModel):
-    """Answer of ``GET /readyz``: whether the service can score what it accepts."""
-
-    status: Literal["ready", "not ready"]
-    database: Literal["ok", "behind its migrations"]
-    live_workers: int
-    starting_workers: int
-    reasons: list[str]
-
-
-class Health(BaseModel):
-    """Answer of ``GET /healthz``."""
-
-    status: Literal["ok"]
-    database: Literal["ok"]
