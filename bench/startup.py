@@ -5,8 +5,9 @@ them, ``pflkit --help``, the ``--help`` of every group and command (walked recur
 click group), ``pflkit dp epsilon --noise-multiplier 1 --sample-rate 0.1 --steps 10`` and
 ``pflkit train --help``, each ``--runs`` times after one untimed run, and prints the median and
 the maximum of each beside its goal (0.3 s for a ``--help``, 1 s for the epsilon), with the
-median CPU time (user + system, which a shared machine's load changes less); last, as a
-reference, a bare ``python`` that imports only the libraries the epsilon's cross-checks need.
+median CPU time (user + system, which a shared machine's load changes less); last, as
+references, bare ``python`` runs that import only the libraries the epsilon imports, and those it
+imported before its accountants' copies stood in for ``scipy.stats`` and ``scipy.signal``.
 With ``hyperfine`` installed it times them with hyperfine instead. With ``--before DIR`` (an
 export of an earlier commit) it runs each command from that tree and from this one alternately,
 so that on a shared machine both columns see the same load.
@@ -64,9 +65,15 @@ def command_paths(group: click.Group) -> list[tuple[str, ...]]:
     return paths
 
 
-#: a reference beside the epsilon: the libraries its cross-checks import (opacus's PRV and
-#: dp-accounting's PLD both import scipy.signal, which imports scipy.stats), and nothing else.
-LIBRARIES = ("-c", "import numpy, scipy.special, scipy.signal, scipy.integrate, dp_accounting")
+#: references beside the epsilon, bare ``python`` runs that import only libraries: those the
+#: epsilon imports (numpy, scipy's special functions, FFT and integration for opacus's RDP and
+#: PRV and dp-accounting's PLD, attrs for dp-accounting's events), and those it imported until
+#: its copies of opacus's and dp-accounting's code stood in for scipy.stats and scipy.signal
+#: (accountant.analysis.light_stats and light_signal).
+REFERENCES = (
+    ("-c", "import numpy, scipy.special, scipy.fft, scipy.integrate, attr"),
+    ("-c", "import numpy, scipy.special, scipy.signal, scipy.integrate, dp_accounting"),
+)
 
 
 def benchmark_commands() -> list[tuple[tuple[str, ...], float | None]]:
@@ -229,9 +236,10 @@ def main(
     click.echo(f"{'command':<72} {'goal':>6} {header}{columns}")
     commands = [([executable, *args], "pflkit " + " ".join(args), goal)
                 for args, goal in benchmark_commands()]  # fmt: skip
-    commands.append(
-        ([sys.executable, *LIBRARIES], f"(reference) python {' '.join(LIBRARIES)}", None)
-    )
+    commands += [
+        ([sys.executable, *libraries], f"(reference) python {' '.join(libraries)}", None)
+        for libraries in REFERENCES
+    ]
     rows = []
     for argv, shown, goal in commands:
         before = None

@@ -8,11 +8,15 @@ and ``accountants/analysis/prv/`` import no torch, and the accountant classes ``
 (``from opacus.optimizers import DPOptimizer``, for an optimiser hook the kit does not use).
 
 :func:`load` executes opacus's own files of ``opacus/accountants/`` (the installed ones, found
-without importing opacus) as a private package, ``accountant.analysis._opacus``, whose
-``accountant`` module is :class:`IAccountant` below (the history list opacus's base keeps, no
-optimiser hook). The code that computes is opacus's, so the values are identical
-(``tests/accountant/test_opacus_accounting.py`` compares them with ``opacus.accountants``). The
-real ``opacus`` package is left alone: a process that trains imports it as usual.
+without importing opacus) as a private package, ``accountant.analysis._opacus``
+(:class:`~accountant.analysis.library_copy.LibraryCopy`), whose ``accountant`` module is
+:class:`IAccountant` below (the history list opacus's base keeps, no optimiser hook), and whose
+``from scipy.signal import convolve`` (the PRV's composition of different mechanisms) is
+answered by :mod:`accountant.analysis.light_signal`: the real function, imported on its first
+call, so that an epsilon of one mechanism does not import ``scipy.signal``. The code that
+computes is opacus's, so the values are identical (``tests/accountant/test_opacus_accounting.py``
+compares them with ``opacus.accountants``). The real ``opacus`` package is left alone: a process
+that trains imports it as usual.
 
 One change of speed, not of value: the copy's ``analysis.rdp._compute_rdp`` (the RDP of one
 sampled Gaussian step at one order, a pure function of its three numbers) is memoised. An
@@ -25,13 +29,11 @@ from __future__ import annotations
 
 import abc
 import functools
-import importlib
-import importlib.machinery
-import importlib.util
-import sys
 import threading
 import types
-from pathlib import Path
+
+from accountant.analysis import light_signal
+from accountant.analysis.library_copy import LibraryCopy
 
 #: the private package that stands for ``opacus.accountants``.
 PACKAGE = "accountant.analysis._opacus"
@@ -50,26 +52,32 @@ class IAccountant(abc.ABC):  # noqa: B024 (opacus's base has abstract methods; i
         self.history: list[tuple[float, float, int]] = []
 
 
+def _base_module() -> types.ModuleType:
+    """The stand-in for ``opacus/accountants/accountant.py``."""
+    base = types.ModuleType(f"{PACKAGE}.accountant", IAccountant.__doc__)
+    base.IAccountant = IAccountant  # type: ignore[attr-defined]
+    return base
+
+
+#: opacus's ``accountants`` folder as the private package, its ``scipy.signal.convolve`` (for
+#: histories of different mechanisms) imported on its first call.
+_COPY = LibraryCopy(
+    PACKAGE,
+    "opacus.accountants",
+    replaced={"accountant": _base_module()},
+    stand_ins={"scipy.signal": light_signal},
+)
+
+
 def _package() -> str:
-    """The private package's name, created on first use.
+    """The private package's name, created on first use (with the memoised RDP term).
 
     Raises:
         ModuleNotFoundError: when opacus is not installed.
     """
     with _LOCK:
-        if PACKAGE not in sys.modules:
-            spec = importlib.util.find_spec("opacus")  # finds, does not import, a top-level package
-            if spec is None or not spec.submodule_search_locations:
-                raise ModuleNotFoundError("opacus is not installed", name="opacus")
-            root = Path(next(iter(spec.submodule_search_locations))) / "accountants"
-            package_spec = importlib.machinery.ModuleSpec(PACKAGE, None, is_package=True)
-            package_spec.submodule_search_locations = [str(root)]
-            package = importlib.util.module_from_spec(package_spec)
-            base = types.ModuleType(f"{PACKAGE}.accountant", IAccountant.__doc__)
-            base.IAccountant = IAccountant  # type: ignore[attr-defined]
-            sys.modules[base.__name__] = base
-            sys.modules[PACKAGE] = package
-            rdp = importlib.import_module(f"{PACKAGE}.analysis.rdp")
+        rdp = _COPY.load("analysis.rdp")
+        if not hasattr(rdp._compute_rdp, "cache_info"):
             rdp._compute_rdp = functools.lru_cache(maxsize=RDP_CACHE_SIZE, typed=True)(
                 rdp._compute_rdp
             )
@@ -89,4 +97,5 @@ def load(module: str) -> types.ModuleType:
     Returns:
         The module.
     """
-    return importlib.import_module(f"{_package()}.{module}")
+    _package()
+    return _COPY.load(module)

@@ -3,8 +3,10 @@
 Each check runs the click group in a fresh interpreter, as the console script does, and reads
 ``sys.modules`` afterwards: a help page loads click and the kit's command modules only, and
 ``pflkit dp epsilon|noise|verify`` compute without torch (opacus's accountants are loaded
-without the ``opacus`` package, :mod:`accountant.analysis.opacus_accounting`). Modules, not
-timings: the wall times are ``bench/startup.py``'s (docs/results/startup.md).
+without the ``opacus`` package, :mod:`accountant.analysis.opacus_accounting`) and without
+``scipy.stats`` and ``scipy.signal`` (dp-accounting's PLD without the ``dp_accounting`` package,
+:mod:`accountant.analysis.dp_accounting_pld`). Modules, not timings: the wall times are
+``bench/startup.py``'s (docs/results/startup.md).
 """
 
 from __future__ import annotations
@@ -65,7 +67,9 @@ for args in runs:
     report.append({"args": args, "code": code, "added": sorted(top_level() - before),
                    "usage": out.getvalue().startswith("Usage: pflkit"),
                    "output": out.getvalue()[-4000:]})
-print(json.dumps({"runs": report, "modules": sorted(top_level())}))
+print(json.dumps({"runs": report, "modules": sorted(top_level()),
+                  "scipy": sorted(name for name in sys.modules if name.count(".") == 1
+                                  and name.startswith("scipy."))}))
 """
 
 
@@ -130,10 +134,13 @@ def test_the_accounting_commands_compute_without_torch(declaration: Path) -> Non
     assert [run["code"] for run in report["runs"]] == [0, 0, 0, 0], report["runs"]
     assert _introduced_by(report, HEAVY) == {}
     assert not set(report["modules"]) & set(HEAVY)
-    # The three accountants ran (opacus's RDP and PRV, dp-accounting's PLD), opacus's from files.
+    # The three accountants ran (opacus's RDP and PRV, dp-accounting's PLD), both libraries'
+    # code from their files without their packages, and without scipy.stats and scipy.signal
+    # (accountant.analysis.light_stats and light_signal stand in for them).
     epsilon = json.loads(report["runs"][1]["output"])["epsilon"]
     assert set(epsilon) == {"rdp", "prv", "pld"} and None not in epsilon.values()
-    assert "dp_accounting" in report["modules"] and "accountant" in report["modules"]
+    assert "accountant" in report["modules"] and "dp_accounting" not in report["modules"]
+    assert not {"scipy.stats", "scipy.signal"} & set(report["scipy"]), report["scipy"]
     assert json.loads(report["runs"][3]["output"])["passed"] is True
 
 
