@@ -229,7 +229,7 @@ def train(
         torch.set_num_threads(threads)
 
     from baselines.config import TrainConfig, all_option_specs
-    from baselines.engine.vt5_task import build_vt5_task
+    from baselines.engine.document_task import build_task
     from baselines.fsp.federation import build_federation
     from baselines.presets import all_presets, preset_config
     from baselines.run_directory import RunDirectory
@@ -288,7 +288,7 @@ def train(
                 simulation=engine == "flower-simulation",
             )
             return
-        task = build_vt5_task(
+        task = build_task(
             data_dir,
             base,
             val_limit=config.val_limit,

@@ -38,7 +38,7 @@ PHASES: dict[str, tuple[tuple[str, str], ...]] = {
     "rows: select, iterate, collate": (
         ("arrow_dataset.py:select", ""),
         ("arrow_dataset.py:__iter__", "local_training.py:train"),
-        ("vt5_task.py:collate", "local_training.py:train"),
+        ("document_task.py:collate", "local_training.py:train"),
     ),
     "forward": (("module.py:_wrapped_call_impl", "local_training.py:train"),),
     "backward": (("_tensor.py:backward", "local_training.py:train"),),
@@ -86,7 +86,7 @@ def main() -> None:
 
     from baselines.core.parameters import get_values
     from baselines.engine.client import FederatedClient
-    from baselines.engine.vt5_task import build_vt5_task
+    from baselines.engine.document_task import build_task
     from baselines.presets import preset_config
     from baselines.privacy.plan import make_plan
     from benchmark.data.reader import find_split
@@ -94,7 +94,7 @@ def main() -> None:
     print(f"load average before: {os.getloadavg()}; torch threads {torch.get_num_threads()}")
     clients = [int(k) for k in args.clients.split(",")]
     data = find_split(args.data, "val").parent
-    task = build_vt5_task(data, args.base, val_limit=0, progress=False, clients=clients)
+    task = build_task(data, args.base, val_limit=0, progress=False, clients=clients)
     config = preset_config(args.preset, epsilon=8.0, providers_per_round=args.providers)
     method = config.build_method()
     method.plan = make_plan(

@@ -187,13 +187,13 @@ def kit_local_loop(args: argparse.Namespace, precision: str, steps: int) -> dict
     per-step losses, the batches' question ids in order, examples per second after warm-up."""
     import torch
 
+    from baselines.engine.document_task import build_task
     from baselines.engine.local_training import LocalTrainer
-    from baselines.engine.vt5_task import build_vt5_task
     from baselines.presets import preset_config
 
     config = preset_config("fedavg")
     client = largest_client(_data(args))
-    task = build_vt5_task(_data(args), _work(args) / "model" / "kit", val_limit=0,
+    task = build_task(_data(args), _work(args) / "model" / "kit", val_limit=0,
                           clients=[client], progress=False)  # fmt: skip
     own = task.client_data[client]
     rows = own.select(range(min(10 * steps, len(own))))

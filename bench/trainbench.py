@@ -69,7 +69,7 @@ def measure(
     from baselines.core.parameters import get_values
     from baselines.engine.client import FederatedClient
     from baselines.engine.communication import encode_message
-    from baselines.engine.vt5_task import build_vt5_task
+    from baselines.engine.document_task import build_task
     from baselines.presets import DP_COMPETITION_PRESETS, DP_PRESETS, preset_config
 
     name, extra = VARIANTS.get(preset, (preset, {}))
@@ -86,7 +86,7 @@ def measure(
         local_epochs=1,
         clients_per_round=1,
     )
-    task = build_vt5_task(data, base, val_limit=0, progress=False)
+    task = build_task(data, base, val_limit=0, progress=False)
     method = config.build_method()
     method.bind(task)  # a DP method calibrates on every client's providers
     if not method.private:  # a DP round trains its m sampled providers' questions instead

@@ -5,8 +5,8 @@
 (:mod:`~baselines.engine.server`: sample, broadcast, aggregate) and each sampled client's
 (:mod:`~baselines.engine.client`, :mod:`~baselines.engine.local_training`), over a logged channel
 (:mod:`~baselines.engine.communication`) that carries the communicated parameters of a model
-placed on its device (:mod:`~baselines.engine.placement`). :mod:`~baselines.engine.vt5_task`
-builds the kit's task (VT5 on a PFL-DocVQA data directory). Flower's engines
+placed on its device (:mod:`~baselines.engine.placement`). :mod:`~baselines.engine.document_task`
+builds the kit's task (a model of any family on a PFL-DocVQA data directory). Flower's engines
 (:mod:`baselines.flower`) drive the same parties.
 
 The engine sits above what it drives: it imports the run's configuration

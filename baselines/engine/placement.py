@@ -40,15 +40,21 @@ def place_model(model: nn.Module, config: TrainConfig) -> nn.Module:
 
 
 def enable_gradient_checkpointing(model: nn.Module) -> None:
-    """Recompute the activations of every VT5 inside ``model`` in the backward pass.
+    """Recompute the activations of every family model inside ``model`` in the backward pass.
 
     Raises:
-        ValueError: when ``model`` holds no VT5.
+        ValueError: when ``model`` holds no model of a family the kit knows.
     """
-    from benchmark.model.modeling_vt5 import VT5ForConditionalGeneration
+    from transformers import PreTrainedModel
 
-    found = [m for m in model.modules() if isinstance(m, VT5ForConditionalGeneration)]
+    from benchmark.model.families import FAMILIES
+
+    found = [m for m in model.modules()
+             if isinstance(m, PreTrainedModel) and m.config.model_type in FAMILIES]  # fmt: skip
     if not found:
-        raise ValueError("--gradient-checkpointing applies to VT5 models; this model has none")
-    for vt5 in found:
-        vt5.enable_gradient_checkpointing()
+        raise ValueError(
+            "--gradient-checkpointing applies to the kit's model families "
+            f"({', '.join(FAMILIES)}); this model has none"
+        )
+    for family_model in found:
+        FAMILIES[family_model.config.model_type].enable_gradient_checkpointing(family_model)

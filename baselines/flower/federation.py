@@ -114,9 +114,9 @@ def party_task(
         clients: the node's clients.
         summaries: every client's summary, as the server collected them.
     """
-    from baselines.engine.vt5_task import build_vt5_task
+    from baselines.engine.document_task import build_task
 
-    task = build_vt5_task(
+    task = build_task(
         data_dir, base, val_limit=0, progress=False, clients=clients, num_clients=len(summaries)
     )
     return with_summaries(task, summaries)

@@ -515,9 +515,9 @@ def server_task(
 ) -> FederatedTask:
     """The server's task: the base model, validation (from ``saved['data']`` when the run
     evaluates) and the clients' summaries in place of their data."""
-    from baselines.engine.vt5_task import build_vt5_task
+    from baselines.engine.document_task import build_task
 
-    task = build_vt5_task(
+    task = build_task(
         saved["data"],
         saved["base"],
         val_limit=config.val_limit,

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from baselines.core.task import FederatedTask
-from baselines.engine.vt5_task import PageImages
+from baselines.engine.document_task import PageImages
 from baselines.fsp.encoding import DenoisingEncoder
 from baselines.fsp.objectives import OBJECTIVES
 from baselines.fsp.pages import distinct_pages

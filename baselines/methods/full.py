@@ -48,7 +48,10 @@ class FullFineTuning(Method):
         return cls(frozen=build_options(FullFineTuningOptions, options).frozen)
 
     def prepare(self, model: nn.Module, *, seed: int) -> nn.Module:
-        """Freeze the declared prefixes and unfreeze everything else."""
+        """Freeze the declared prefixes (in the model family's names) and unfreeze the rest."""
+        from benchmark.model.families import family_of
+
+        self.frozen = family_of(model).translate(self.frozen)
         unmatched = [p for p, count in match_prefixes(model, self.frozen).items() if count == 0]
         if unmatched:
             raise ValueError(

@@ -97,6 +97,21 @@ class LoRA(Method):
         scope = rf"{re.escape(self.scope)}\..*\." if self.scope else r"(.*\.)?"
         return rf"{scope}({alternatives})"
 
+    def in_family_names(self, model: nn.Module) -> None:
+        """Targets, scope and fully trained prefixes in the model family's own module names.
+
+        The options are written in VT5's names (the competition's model); each family says
+        what they mean in its modules (:meth:`benchmark.model.families.ModelFamily.translate`).
+        For VT5 nothing changes.
+        """
+        from benchmark.model.families import family_of
+
+        family = family_of(model)
+        self.targets = family.translate(self.targets)
+        scope = family.translate((self.scope,)) if self.scope else ("",)
+        self.scope = scope[0] if scope else ""
+        self.fully_trained = family.translate(self.fully_trained)
+
     def check(self, model: nn.Module) -> None:
         """Raise a clear error when a target or fully-trained prefix matches nothing.
 
@@ -127,6 +142,7 @@ class LoRA(Method):
         """Inject adapters (seeded) and unfreeze the fully trained modules."""
         from peft import LoraConfig, get_peft_model
 
+        self.in_family_names(model)
         self.check(model)
         config = LoraConfig(
             r=self.rank,

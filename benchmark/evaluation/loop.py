@@ -115,8 +115,8 @@ def predict(
     """Answer every question of a dataset, in dataset order.
 
     Args:
-        model: a `VT5ForConditionalGeneration`.
-        processor: its `VT5Processor`.
+        model: a model of any family (:mod:`benchmark.model.families`), e.g. VT5.
+        processor: its processor (:class:`~benchmark.model.families.DocumentProcessor`).
         dataset: a `datasets.Dataset` with the `load_split` columns (or already encoded).
         batch_size: most questions per batch.
         max_new_tokens: bound on answer tokens (default: the model's `max_answer_tokens`).
@@ -130,8 +130,11 @@ def predict(
         One predicted answer per question.
     """
     encoded = processor.encode_dataset(dataset, cache_dir=cache_dir, progress=progress)
-    use_visual = bool(model.config.use_visual)
-    table = encoded.select_columns(["input_ids", "input_boxes"])
+    # page features (VT5): the visual tokens of a page are computed once for its questions;
+    # otherwise (Pix2Struct) each question's whole input, image included, is collated
+    use_visual = processor.page_features and bool(model.config.use_visual)
+    columns = list(processor.input_columns)
+    table = encoded.select_columns(columns)
     pages = encoded["image_path"] if use_visual else []
     batches = length_grouped_batches(
         encoded["n_tokens"], batch_size, max_batch_tokens=max_batch_tokens
@@ -147,10 +150,11 @@ def predict(
     def answer(number: int) -> tuple[list[int], list[str]]:
         indices = batches[number]
         rows = table[indices]
-        features = [
-            {"input_ids": ids, "input_boxes": boxes}
-            for ids, boxes in zip(rows["input_ids"], rows["input_boxes"], strict=True)
-        ]
+        features = [dict(zip(columns, values, strict=True))
+                    for values in zip(*(rows[column] for column in columns), strict=True)]
+        if not processor.page_features:
+            return indices, _answer_whole(model, processor, features, device, precision,
+                                          max_new_tokens)  # fmt: skip
         batch = {
             key: value.to(device)
             for key, value in processor.collate(features, with_images=False).items()
@@ -185,6 +189,26 @@ def predict(
         if loader is not None:
             loader.shutdown(cancel_futures=True)
     return predictions
+
+
+def _answer_whole(
+    model: Any,
+    processor: Any,
+    features: list[dict[str, Any]],
+    device: torch.device,
+    precision: str,
+    max_new_tokens: int | None,
+) -> list[str]:
+    """Answers of a batch whose every input is collated whole (no page features to reuse)."""
+    batch = {
+        key: value.to(device)
+        for key, value in processor.collate(features, with_images=True).items()
+    }
+    with torch.inference_mode(), autocast(device, precision):
+        answer_ids = model.generate(
+            **batch, max_new_tokens=max_new_tokens or processor.max_answer_tokens
+        )
+    return processor.decode(answer_ids)
 
 
 @contextmanager
@@ -252,8 +276,8 @@ def evaluate(
     """Predict and score every question of a dataset.
 
     Args:
-        model: a `VT5ForConditionalGeneration`.
-        processor: its `VT5Processor`.
+        model: a model of any family (:mod:`benchmark.model.families`), e.g. VT5.
+        processor: its processor (:class:`~benchmark.model.families.DocumentProcessor`).
         dataset: a `datasets.Dataset` with the `load_split` columns.
         batch_size: most questions per batch.
         progress: show progress bars.

@@ -1,7 +1,8 @@
-"""Checkpoint directories: what a VT5 checkpoint directory holds and how its files are named.
+"""Checkpoint directories: what a checkpoint directory holds and how its files are named.
 
-A directory holds `config.json` (model_type "vt5"), `model.safetensors` (the tensors under the
-names ``save_pretrained`` writes, :func:`disk_state_dict`) and the tokenizer. Its config is read
+A directory holds `config.json` (its model_type names the family, e.g. "vt5"),
+`model.safetensors` (the tensors under the names ``save_pretrained`` writes,
+:func:`disk_state_dict`) and the tokenizer. Its config is read
 within a size limit and its weights checked against the config's tensor specification with the
 checks of ``benchmark.model.checkpoint_validation``; loading and saving are in
 ``benchmark.model.loading``.
@@ -22,8 +23,6 @@ from benchmark.strict_json import JsonLimits, JsonRefused, read_json_object
 if TYPE_CHECKING:
     import torch
 
-    from benchmark.model.configuration_vt5 import VT5Config
-
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
 #: Largest accepted config.json.
@@ -35,25 +34,27 @@ MAX_CONFIG_BYTES = 1024 * 1024
 CHECKPOINT_JSON_LIMITS = JsonLimits(max_number_chars=64, max_keys=100_000)
 
 
-def expected_tensor_spec(config: VT5Config) -> TensorSpec:
+def expected_tensor_spec(config: Any) -> TensorSpec:
     """Names, shapes and dtypes of the tensors `save_pretrained` writes for a configuration.
 
-    The model is built on the meta device (no memory, no initialisation), tied aliases of the
-    T5 embedding are dropped and the names are those written to disk (transformers keeps the
-    original BEiT layout `image_model.encoder.layer.N.*` in files).
+    The model of the configuration's family is built on the meta device (no memory, no
+    initialisation), tied aliases (VT5's T5 embedding) are dropped and the names are those
+    written to disk (transformers keeps VT5's original BEiT layout
+    `image_model.encoder.layer.N.*` in files).
 
     Args:
-        config: the VT5 configuration.
+        config: a family's configuration (its ``model_type`` names the family).
 
     Returns:
         `{name: (shape, safetensors dtype name)}` for every tensor the file must hold.
     """
     import torch
 
-    from benchmark.model.modeling_vt5 import VT5ForConditionalGeneration
+    from benchmark.model.families import family_named
 
+    model_class = family_named(config.model_type).model_class()
     with torch.device("meta"):
-        model = VT5ForConditionalGeneration(config)
+        model = model_class(config)
     dtype_names = {
         torch.float32: "F32",
         torch.float16: "F16",
@@ -134,19 +135,21 @@ def read_checkpoint_json(path: Path, *, max_bytes: int) -> dict[str, Any]:
         raise CheckpointError(f"{path}: {detail}") from None
 
 
-def read_checkpoint_config(directory: str | Path) -> VT5Config:
-    """Read and check the `config.json` of a VT5 checkpoint directory.
+def read_checkpoint_config(directory: str | Path) -> Any:
+    """Read and check the `config.json` of a checkpoint directory of any family.
 
     Args:
         directory: the checkpoint directory.
 
     Returns:
-        The configuration.
+        The configuration of the family its ``model_type`` names
+        (:mod:`benchmark.model.families`).
 
     Raises:
-        CheckpointError: if the directory or its config is missing, unreadable or not VT5.
+        CheckpointError: if the directory or its config is missing, unreadable or of no family
+            the kit knows.
     """
-    from benchmark.model.configuration_vt5 import VT5Config
+    from benchmark.model.families import DEFAULT_FAMILY, FAMILIES, UnknownFamily, family_named
 
     directory = Path(directory)
     if not directory.is_dir():
@@ -154,23 +157,30 @@ def read_checkpoint_config(directory: str | Path) -> VT5Config:
     config_path = directory / CONFIG_NAME
     if not config_path.is_file():
         raise CheckpointError(
-            f"{config_path}: missing; a VT5 checkpoint directory holds {CONFIG_NAME}, "
+            f"{config_path}: missing; a checkpoint directory holds {CONFIG_NAME}, "
             f"{WEIGHTS_NAME} and the tokenizer (spiece.model / tokenizer.json)"
         )
     raw = read_checkpoint_json(config_path, max_bytes=MAX_CONFIG_BYTES)
-    if raw.get("model_type") != VT5Config.model_type:
-        found = raw.get("model_type")
+    found = raw.get("model_type")
+    try:
+        family = family_named(found) if isinstance(found, str) else None
+    except UnknownFamily:
+        family = None
+    if family is None:
+        others = ", ".join(name for name in FAMILIES if name != DEFAULT_FAMILY)
         raise CheckpointError(
-            f"{config_path}: model_type is {found!r}, expected 'vt5'; this is not a VT5 checkpoint"
+            f"{config_path}: model_type is {str(found)[:40]!r}, expected {DEFAULT_FAMILY!r} (or "
+            f"another family the kit reads: {others}); this is not a VT5 checkpoint nor one of "
+            "another family (`pflkit model convert` turns a public checkpoint into a kit one)"
         )
     try:
-        return VT5Config.from_dict(raw)
+        return family.config_from_dict(raw)
     except (TypeError, ValueError) as error:
-        raise CheckpointError(f"{config_path}: invalid VT5 configuration ({error})") from None
+        raise CheckpointError(f"{config_path}: invalid {family.title} configuration ({error})") from None
 
 
-def validate_checkpoint_dir(directory: str | Path, *, check_values: bool = True) -> VT5Config:
-    """Check a VT5 checkpoint directory: its config and its weights against that config.
+def validate_checkpoint_dir(directory: str | Path, *, check_values: bool = True) -> Any:
+    """Check a checkpoint directory: its config and its weights against that config.
 
     Args:
         directory: holds `config.json` and `model.safetensors`.

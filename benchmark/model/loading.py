@@ -1,9 +1,11 @@
-"""Loading and saving VT5 checkpoint directories; the word `base` names the shipped model.
+"""Loading and saving checkpoint directories of any family; the word `base` names the shipped
+model.
 
-A checkpoint directory holds `config.json` (model_type "vt5"), `model.safetensors` and the
-tokenizer (`tokenizer.json`, `tokenizer_config.json`, `spiece.model`). Loading validates the
-files first (`benchmark.model.checkpoint`), so a bad directory fails with a message that names
-the file, and nothing is ever unpickled.
+A checkpoint directory holds `config.json` (its model_type names the family,
+:mod:`benchmark.model.families`), `model.safetensors` and the tokenizer (`tokenizer.json`,
+`tokenizer_config.json`, `spiece.model`). Loading validates the files first
+(`benchmark.model.checkpoint`), so a bad directory fails with a message that names the file,
+and nothing is ever unpickled; no family loads remote code.
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
-from benchmark.model.checkpoint import validate_checkpoint_dir
-from benchmark.model.modeling_vt5 import VT5ForConditionalGeneration
-from benchmark.model.processing_vt5 import VT5Processor
+from benchmark.model.checkpoint import read_checkpoint_config, validate_checkpoint_dir
+from benchmark.model.families import DocumentProcessor, family_named
 from benchmark.shipped import BASE_MODEL_DIR
 
 BASE_NAME = "base"
@@ -50,17 +52,15 @@ def resolve_checkpoint(path_or_base: str | Path) -> Path:
     return directory
 
 
-def load_model(
-    path_or_base: str | Path, *, check_values: bool = True
-) -> VT5ForConditionalGeneration:
-    """Load a VT5 checkpoint in evaluation mode after validating its files.
+def load_model(path_or_base: str | Path, *, check_values: bool = True) -> Any:
+    """Load a checkpoint of any family in evaluation mode after validating its files.
 
     Args:
         path_or_base: a checkpoint directory or `base`.
         check_values: refuse NaN or infinite weights (reads every tensor once more).
 
     Returns:
-        The model (fp32, CPU, `eval()` mode).
+        The family's model (fp32, CPU, `eval()` mode), e.g. a ``VT5ForConditionalGeneration``.
 
     Raises:
         FileNotFoundError: if the directory does not exist.
@@ -68,20 +68,18 @@ def load_model(
     """
     directory = resolve_checkpoint(path_or_base)
     config = validate_checkpoint_dir(directory, check_values=check_values)
-    model = VT5ForConditionalGeneration.from_pretrained(
-        str(directory), config=config, local_files_only=True
-    )
+    model_class = family_named(config.model_type).model_class()
+    model = model_class.from_pretrained(str(directory), config=config, local_files_only=True)
     return model.eval()
 
 
-def load_processor(path_or_base: str | Path) -> VT5Processor:
+def load_processor(path_or_base: str | Path) -> DocumentProcessor:
     """Load the processor (tokenizer + input settings) of a checkpoint directory or `base`."""
-    return VT5Processor.from_pretrained(resolve_checkpoint(path_or_base))
+    directory = resolve_checkpoint(path_or_base)
+    return family_named(read_checkpoint_config(directory).model_type).load_processor(directory)
 
 
-def save_checkpoint(
-    model: VT5ForConditionalGeneration, processor: VT5Processor, directory: str | Path
-) -> Path:
+def save_checkpoint(model: Any, processor: Any, directory: str | Path) -> Path:
     """Write model and processor to a directory atomically (complete or not at all).
 
     The files are written to a temporary directory next to the target, which then replaces it.

@@ -55,6 +55,11 @@ class VT5Processor:
         image_resample: PIL filter name of the page resize (`RESAMPLE_FILTERS`).
     """
 
+    #: the encoded columns `collate` reads (the family seam's `DocumentProcessor`)
+    input_columns: tuple[str, ...] = ("input_ids", "input_boxes")
+    #: a page's visual tokens are computed once for all its questions (`embed_images`)
+    page_features = True
+
     def __init__(
         self,
         tokenizer: Any,

@@ -16,11 +16,10 @@ from typing import Any
 
 from benchmark.model.tokenizer import SPIECE_NAME
 
-#: Shapes ``pflkit model init`` writes: the public VT5-base (T5-base + DiT-base, 32,128 token
-#: rows, ``lm_head`` untied as the public code holds it) and the kit's tiny CPU model.
+#: VT5 shapes ``pflkit model init`` writes: the public VT5-base (T5-base + DiT-base, 32,128 token
+#: rows, ``lm_head`` untied as the public code holds it) and the kit's tiny CPU model; every
+#: family's are its ``shapes``.
 SHAPES: tuple[str, ...] = ("vt5-base", "tiny")
-#: Token rows of the T5 vocabulary (the public checkpoint's embedding).
-T5_VOCAB_ROWS = 32128
 
 
 def random_tiny_model(
@@ -69,41 +68,37 @@ def random_tiny_model(
     return model, processor
 
 
-def init_checkpoint(shape: str, out: str | Path, *, seed: int = 0) -> Path:
-    """Write a randomly initialised VT5 of a named shape with the shipped tokenizer.
+def init_checkpoint(shape: str, out: str | Path, *, seed: int = 0, family: str = "vt5") -> Path:
+    """Write a randomly initialised model of a family's named shape with the shipped tokenizer.
 
     Args:
-        shape: one of :data:`SHAPES`.
+        shape: one of the family's ``shapes`` (``tiny``, ``base``; VT5 also ``vt5-base``).
         out: the checkpoint directory to write (must not exist).
         seed: torch seed of the initialisation.
+        family: the model family (:mod:`benchmark.model.families`).
 
     Returns:
         The written directory.
 
     Raises:
-        ValueError: for an unknown shape.
+        ValueError: for an unknown family or shape.
         FileExistsError: if ``out`` exists.
     """
     import torch
 
+    from benchmark.model.families import family_named
     from benchmark.model.loading import save_checkpoint
-    from benchmark.model.modeling_vt5 import VT5ForConditionalGeneration
-    from benchmark.model.presets import base_vt5_config, tiny_vt5_config
-    from benchmark.model.processing_vt5 import VT5Processor
-    from benchmark.model.tokenizer import load_tokenizer
     from benchmark.shipped import BASE_MODEL_DIR
 
-    if shape not in SHAPES:
-        raise ValueError(f"unknown model shape {shape!r}; choose one of {', '.join(SHAPES)}")
+    family_class = family_named(family)
+    if shape not in family_class.shapes:
+        raise ValueError(
+            f"unknown {family_class.title} shape {shape!r}; choose one of "
+            f"{', '.join(family_class.shapes)}"
+        )
     out = Path(out)
     if out.exists():
         raise FileExistsError(f"{out}: already exists; choose a new directory")
-    tokenizer = load_tokenizer(BASE_MODEL_DIR)
-    if shape == "vt5-base":
-        config = base_vt5_config(vocab_size=max(T5_VOCAB_ROWS, len(tokenizer)))
-    else:
-        config = tiny_vt5_config(len(tokenizer))
     torch.manual_seed(seed)
-    model = VT5ForConditionalGeneration(config).eval()
-    processor = VT5Processor.from_config(tokenizer, config).with_spiece_model(BASE_MODEL_DIR)
-    return save_checkpoint(model, processor, out)
+    model, processor = family_class.random_model(shape, BASE_MODEL_DIR)
+    return save_checkpoint(model.eval(), processor, out)

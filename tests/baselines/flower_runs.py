@@ -12,8 +12,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from baselines.engine.document_task import build_task
 from baselines.engine.simulation import FederatedSimulation
-from baselines.engine.vt5_task import build_vt5_task
 from baselines.presets import preset_config
 from baselines.run_directory import RunDirectory
 
@@ -47,7 +47,7 @@ def without_times(path: Path) -> list:
 def run_in_process(preset: str, options: dict, data: Path, base: Path, out: Path) -> None:
     """The preset on the in-process engine (no evaluation)."""
     config = preset_config(preset, val_limit=0, **options)
-    task = build_vt5_task(data, base, val_limit=0, progress=False)
+    task = build_task(data, base, val_limit=0, progress=False)
     FederatedSimulation(config, task, RunDirectory(out), progress=False).run()
 
 

@@ -206,11 +206,11 @@ def test_gradient_checkpointing_gives_the_plain_loss_and_gradients(tiny_base):
 
 
 def test_the_next_batch_is_collated_in_a_background_thread(tiny_data, tiny_base):
+    from baselines.engine.document_task import build_task
     from baselines.engine.local_training import LocalTrainer
-    from baselines.engine.vt5_task import build_vt5_task
     from benchmark.model import load_model
 
-    task = build_vt5_task(tiny_data, tiny_base, val_limit=0, clients=[0], progress=False)
+    task = build_task(tiny_data, tiny_base, val_limit=0, clients=[0], progress=False)
     threads: list[str] = []
 
     def collate(rows):

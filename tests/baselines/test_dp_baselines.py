@@ -14,8 +14,8 @@ from accountant.declaration import FIELDS
 from baselines.cli import train
 from baselines.core.client_job import ClientJob
 from baselines.core.parameters import get_values
+from baselines.engine.document_task import build_task
 from baselines.engine.simulation import FederatedSimulation
-from baselines.engine.vt5_task import build_vt5_task
 from baselines.presets import DP_PRESETS, preset_config
 from baselines.privacy.mechanism import update_norm
 from baselines.run_directory import RunDirectory
@@ -220,7 +220,7 @@ def test_removing_a_provider_changes_a_real_clients_pre_noise_sum_by_at_most_s(
     tiny_data: Path, tiny_base: Path, tmp_path: Path
 ) -> None:
     """The client update of dp-lora on the tiny VT5, noise made negligible, every provider taken."""
-    task = build_vt5_task(tiny_data, tiny_base, val_limit=0, progress=False)
+    task = build_task(tiny_data, tiny_base, val_limit=0, progress=False)
     config = preset_config("dp-lora", rounds=1, epsilon=4.0)
     simulation = FederatedSimulation(config, task, RunDirectory(tmp_path / "run"), progress=False)
     method = simulation.method

@@ -12,8 +12,8 @@ import torch
 from baselines.config import TrainConfig
 from baselines.core.client_job import ClientJob
 from baselines.core.parameters import get_values
+from baselines.engine.document_task import build_task
 from baselines.engine.simulation import FederatedSimulation
-from baselines.engine.vt5_task import build_vt5_task
 from baselines.methods.dp_clgecl import DUAL, PROPOSAL, augmented_loss, dual_step
 from baselines.presets import preset_config
 from baselines.privacy.mechanism import update_norm
@@ -173,7 +173,7 @@ def test_with_a_dual_removing_a_provider_changes_the_pre_noise_sum_by_at_most_s(
     """dp-clgecl's client update on the tiny VT5 with a large dual variable already in the
     client's state: each provider's corrected update is still clipped to S, so removing one
     provider moves the pre-noise sum by at most S (noise made negligible, every provider taken)."""
-    task = build_vt5_task(tiny_data, tiny_base, val_limit=0, progress=False)
+    task = build_task(tiny_data, tiny_base, val_limit=0, progress=False)
     config = preset_config("dp-clgecl", rounds=1, epsilon=8.0)
     simulation = FederatedSimulation(config, task, RunDirectory(tmp_path / "run"), progress=False)
     method = simulation.method

@@ -10,8 +10,8 @@ import torch
 
 from baselines.core.client_job import ClientJob
 from baselines.core.parameters import get_values
+from baselines.engine.document_task import build_task
 from baselines.engine.simulation import FederatedSimulation
-from baselines.engine.vt5_task import build_vt5_task
 from baselines.presets import preset_config
 from baselines.privacy.clipped_sum import ClippedSum
 from baselines.privacy.mechanism import sum_clipped, update_norm
@@ -40,7 +40,7 @@ def test_clipped_sum_matches_sum_clipped_on_random_updates() -> None:
 def test_streamed_and_reference_paths_give_the_same_pre_noise_sum(
     preset: str, clipping_norm: float, tiny_data: Path, tiny_base: Path, tmp_path: Path
 ) -> None:
-    task = build_vt5_task(tiny_data, tiny_base, val_limit=0, progress=False)
+    task = build_task(tiny_data, tiny_base, val_limit=0, progress=False)
     config = preset_config(preset, rounds=1, epsilon=4.0)
     simulation = FederatedSimulation(config, task, RunDirectory(tmp_path / "run"), progress=False)
     method = simulation.method

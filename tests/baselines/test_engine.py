@@ -15,8 +15,8 @@ from safetensors.torch import load_file
 from baselines.cli import train
 from baselines.core.client_job import ClientJob
 from baselines.core.client_update import ClientUpdate
+from baselines.engine.document_task import build_task
 from baselines.engine.simulation import FederatedSimulation
-from baselines.engine.vt5_task import build_vt5_task
 from baselines.methods import LoRA
 from baselines.presets import preset_config
 from baselines.run_directory import RunDirectory
@@ -24,7 +24,7 @@ from baselines.run_directory import RunDirectory
 
 @pytest.fixture(scope="module")
 def task(tiny_data: Path, tiny_base: Path):
-    return build_vt5_task(tiny_data, tiny_base, val_limit=0, progress=False)
+    return build_task(tiny_data, tiny_base, val_limit=0, progress=False)
 
 
 def _global(run: Path) -> dict[str, torch.Tensor]:

@@ -19,8 +19,8 @@ from click.testing import CliRunner
 
 from baselines.core.task import FederatedTask
 from baselines.engine.client import ClientReply, FederatedClient
+from baselines.engine.document_task import build_task
 from baselines.engine.simulation import FederatedSimulation
-from baselines.engine.vt5_task import build_vt5_task
 from baselines.flower.federation import ClientSummary, parse_clients, party_task, with_summaries
 from baselines.presets import preset_config
 from baselines.privacy.plan import min_providers
@@ -30,7 +30,7 @@ from baselines.wire import EncodedMessage
 
 @pytest.fixture(scope="module")
 def task(tiny_data: Path, tiny_base: Path) -> FederatedTask:
-    return build_vt5_task(tiny_data, tiny_base, val_limit=0, progress=False)
+    return build_task(tiny_data, tiny_base, val_limit=0, progress=False)
 
 
 def test_summaries_bind_a_dp_method_as_the_clients_data_does(task: FederatedTask) -> None:
@@ -71,7 +71,7 @@ def test_a_node_reads_only_its_own_clients(
 ) -> None:
     summaries = [ClientSummary.of(k, data) for k, data in enumerate(task.client_data)]
     node = party_task(tiny_data, str(tiny_base), clients=[2, 5], summaries=summaries)
-    node_view = build_vt5_task(tiny_data, tiny_base, val_limit=0, progress=False, clients=[2, 5])
+    node_view = build_task(tiny_data, tiny_base, val_limit=0, progress=False, clients=[2, 5])
     assert node.num_clients == task.num_clients
     assert [type(data) is ClientSummary for data in node.client_data] == [
         k not in (2, 5) for k in range(task.num_clients)

@@ -19,8 +19,8 @@ import pytest
 import torch
 from torch import nn
 
+from baselines.engine.document_task import build_task
 from baselines.engine.local_training import LocalTrainer
-from baselines.engine.vt5_task import build_vt5_task
 from baselines.presets import preset_config
 from benchmark.communication_log import LM_HEAD_NAME
 from benchmark.model.conversion import convert_public_checkpoint
@@ -70,7 +70,7 @@ def converted(tmp_path_factory, tiny_base: Path) -> tuple[Path, Path, Path]:
 
 @pytest.fixture(scope="module")
 def task(converted, tiny_data: Path):
-    return build_vt5_task(tiny_data, converted[2], val_limit=0, clients=[0], progress=False)
+    return build_task(tiny_data, converted[2], val_limit=0, clients=[0], progress=False)
 
 
 @pytest.fixture(scope="module")

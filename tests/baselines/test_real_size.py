@@ -46,14 +46,14 @@ def test_one_local_step_at_the_real_size(preset, overrides, values, vt5_base, ti
     import torch
 
     from baselines.core.parameters import get_values, select_communicated
+    from baselines.engine.document_task import build_task
     from baselines.engine.local_training import LocalTrainer
-    from baselines.engine.vt5_task import build_vt5_task
     from baselines.presets import preset_config
     from baselines.wire import get_codec
 
     torch.set_num_threads(2)
     config = preset_config(preset, **overrides)
-    task = build_vt5_task(tiny_data, vt5_base, val_limit=0, clients=[0], progress=False)
+    task = build_task(tiny_data, vt5_base, val_limit=0, clients=[0], progress=False)
     method = config.build_method()
     model = method.prepare(task.build_model(), seed=0)
     spec = select_communicated(model, prefix=method.prefix)

@@ -20,8 +20,8 @@ from baselines.config import TrainConfig
 from baselines.core.parameters import get_values
 from baselines.core.task import FederatedTask
 from baselines.engine.client import ClientReply, FederatedClient
+from baselines.engine.document_task import build_task
 from baselines.engine.simulation import FederatedSimulation
-from baselines.engine.vt5_task import build_vt5_task
 from baselines.presets import preset_config
 from baselines.run_directory import RunDirectory
 from baselines.wire import EncodedMessage
@@ -29,7 +29,7 @@ from baselines.wire import EncodedMessage
 
 @pytest.fixture(scope="module")
 def task(tiny_data: Path, tiny_base: Path) -> FederatedTask:
-    return build_vt5_task(tiny_data, tiny_base, val_limit=0, progress=False)
+    return build_task(tiny_data, tiny_base, val_limit=0, progress=False)
 
 
 def _bound_method(config: TrainConfig, task: FederatedTask):

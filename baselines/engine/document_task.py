@@ -1,7 +1,8 @@
-"""The federated task of the kit: VT5 on a PFL-DocVQA data directory.
+"""The federated task of the kit: a document model on a PFL-DocVQA data directory.
 
 Builds a :class:`~baselines.core.task.FederatedTask` from a data directory (real release or generated
-benchmark) and a base checkpoint: one tokenised dataset per client, the validation questions
+benchmark) and a base checkpoint of any model family (:mod:`benchmark.model.families`; VT5 is the
+competition's): one tokenised dataset per client, the validation questions
 (optionally the first N, for speed), a collate function with labels, evaluation through
 ``benchmark.evaluation`` and export through ``benchmark.model.save_checkpoint``. Everything is
 checked before training starts: missing splits or checkpoint raise at once.
@@ -20,7 +21,7 @@ from torch import nn
 from baselines.core.task import FederatedTask
 
 
-def build_vt5_task(
+def build_task(
     data_dir: str | Path,
     base: str | Path = "base",
     *,
@@ -30,11 +31,12 @@ def build_vt5_task(
     clients: Sequence[int] | None = None,
     num_clients: int | None = None,
 ) -> FederatedTask:
-    """The VT5 federation of a data directory, or one party's view of it.
+    """The federation of a data directory with a base model, or one party's view of it.
 
     Args:
         data_dir: a PFL-DocVQA data directory (``imdb_train_client_{k}.npy`` and ``imdb_val.npy``).
-        base: the pre-trained checkpoint every party starts from (``base``: the shipped model).
+        base: the pre-trained checkpoint every party starts from, of any family (``base``: the
+            shipped VT5).
         val_limit: evaluate on the first N validation questions (``None``: all; 0: no evaluation).
         eval_batch_size: questions per evaluation batch.
         progress: progress bars while tokenising.
@@ -52,7 +54,13 @@ def build_vt5_task(
         ValueError: for malformed data or checkpoint.
     """
     from benchmark.data.reader import count_clients, find_split, load_split
-    from benchmark.model import load_model, load_processor, resolve_checkpoint, save_checkpoint
+    from benchmark.model import (
+        load_model,
+        load_processor,
+        read_checkpoint_config,
+        resolve_checkpoint,
+        save_checkpoint,
+    )
 
     checkpoint = resolve_checkpoint(base)
     processor = load_processor(checkpoint)
@@ -80,10 +88,13 @@ def build_vt5_task(
             raise ValueError(f"client {client} of {data_dir} has no training question")
         client_data[client] = processor.encode_dataset(data, progress=False)
 
-    images = PageImages(processor) if processor.use_visual else None
+    # page features (VT5): decoded pages are kept across local epochs; a family that reads the
+    # question inside the image (Pix2Struct) collates each row's whole input
+    images = PageImages(processor) if processor.page_features and processor.use_visual else None
+    whole_images = images is None and processor.use_visual
 
     def collate(rows):
-        batch = processor.collate(rows, with_labels=True, with_images=False)
+        batch = processor.collate(rows, with_labels=True, with_images=whole_images)
         if images is not None:
             batch["pixel_values"] = images([row["image_path"] for row in rows])
         return batch
@@ -100,6 +111,7 @@ def build_vt5_task(
         info={
             "data_dir": str(Path(data_dir).resolve()),
             "base": str(base),
+            "family": read_checkpoint_config(checkpoint).model_type,
             "train_questions": [None if c is None else len(c) for c in client_data],
             "val_questions": val_size,
         },
