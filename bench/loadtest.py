@@ -14,9 +14,9 @@ worker on that benchmark (default: ``--no-worker``) and uploads the shipped base
 one tensor changed per upload (declared in the detailed log), so the uploads are scored while
 the readers read: the uploads start once the worker is ready and run through every level, the
 first level starts once the worker scores the first upload (the uploads outpace the worker, so
-it stays busy), and each level reports the submissions that reached a final state meanwhile. ``--revalidate`` makes the leaderboard readers poll as
-browsers do, with ``If-None-Match`` and the ETag of their last answer (a 304 counts as
-answered). ``--wrk SECONDS`` measures the status endpoint again with wrk (an independent load
+it stays busy), and each level reports the submissions that reached a final state meanwhile.
+``--revalidate`` makes the readers poll as browsers and ``pflkit submit --wait`` do, with
+``If-None-Match`` and the ETag of their last answer (a 304 counts as answered). ``--wrk SECONDS`` measures the status endpoint again with wrk (an independent load
 generator, ``apt-get install wrk``), uploads running too. ``--server/--token/--submission``
 measure a running service instead (no uploads). The client shares the machine's cores with the
 server, so the figures are bounds for a server with its own machine.
@@ -169,7 +169,7 @@ async def _hammer(
     Each connection asks for the ``paths`` in turn, connection i starting at the i-th, so
     that every endpoint gets an equal share at every instant. A minimal HTTP/1.1 client (raw
     asyncio streams) keeps the load generator's own CPU use small, since it shares the machine
-    with the server. With ``revalidate`` a connection sends the leaderboard's ETag it last got
+    with the server. With ``revalidate`` a connection sends each endpoint's ETag it last got
     back in ``If-None-Match`` (a 304 is an answer, not an error).
 
     Returns:
@@ -205,7 +205,7 @@ async def _hammer(
                         tally.not_modified += 1
                     elif status != 200:
                         tally.errors[f"HTTP {status}"] += 1
-                    if etag is not None and name != "status":
+                    if etag is not None:
                         etags[name] = etag
                 except (OSError, asyncio.IncompleteReadError, ValueError) as exc:
                     tally.errors[type(exc).__name__] += 1
@@ -570,7 +570,7 @@ def _endpoints(value: str) -> list[str]:
               default=None, help="run the embedded scoring worker on this benchmark and upload "
               "checkpoints it scores (default: no worker)")  # fmt: skip
 @click.option("--revalidate", is_flag=True,
-              help="leaderboard readers send If-None-Match with their last ETag")  # fmt: skip
+              help="readers send If-None-Match with their last ETag")  # fmt: skip
 @click.option("--wrk", "wrk_seconds", default=0, show_default=True,
               help="also run wrk for this many seconds per level (0: not)")  # fmt: skip
 @click.option("--api-workers", default=None, type=int,

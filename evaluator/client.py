@@ -1,10 +1,19 @@
-"""Participants' client: upload a run directory and wait for its score (``pflkit submit``)."""
+"""Participants' client: upload a run directory and wait for its score (``pflkit submit``).
+
+The status reads revalidate: the evaluator sends each status answer with an ETag, and
+:func:`wait` (``pflkit submit --wait``) and :func:`status` (``pflkit status``; a script's
+repeated calls in one process) send the last one they got back in ``If-None-Match``, so that
+while the record is unchanged the answer is a 304 without a body. (``pflkit status`` asks once
+per process, so it has no earlier answer to revalidate.)
+"""
 
 from __future__ import annotations
 
 import json
 import re
+import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +24,10 @@ FINAL_STATES = {"finished", "rejected", "failed"}
 #: a file of a per-client part's directory: ``client_{k}.safetensors`` is uploaded as the form
 #: field ``{part}_{k}`` (the server refuses a k outside 0..K-1).
 _CLIENT_FILE = re.compile(r"^client_([0-9]+)\.safetensors$")
+#: the last status answers of this process by (URL, token): their ETag and body
+_LAST_STATUS: OrderedDict[tuple[str, str], tuple[str, bytes]] = OrderedDict()
+_LAST_STATUS_KEPT = 256
+_LAST_STATUS_LOCK = threading.Lock()
 
 
 class SubmitError(RuntimeError):
@@ -127,12 +140,27 @@ def status(submission_id: str, *, server: str, token: str) -> dict[str, Any]:
     import httpx
 
     url = f"{server.rstrip('/')}/api/v1/submissions/{submission_id}"
+    key = (url, token)
+    with _LAST_STATUS_LOCK:
+        last = _LAST_STATUS.get(key)
+    headers = {"Authorization": f"Bearer {token}"}
+    if last is not None:
+        headers["If-None-Match"] = last[0]
     try:
-        response = httpx.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+        response = httpx.get(url, headers=headers, timeout=30)
     except httpx.HTTPError as error:
         raise SubmitError(f"cannot reach the evaluator at {server}: {error}") from None
+    if response.status_code == 304 and last is not None:
+        return json.loads(last[1])
     if response.status_code != 200:
         raise SubmitError(f"status request failed ({response.status_code}): {_detail(response)}")
+    etag = response.headers.get("etag")
+    if etag:
+        with _LAST_STATUS_LOCK:
+            _LAST_STATUS[key] = (etag, response.content)
+            _LAST_STATUS.move_to_end(key)
+            while len(_LAST_STATUS) > _LAST_STATUS_KEPT:
+                _LAST_STATUS.popitem(last=False)
     return response.json()
 
 
@@ -160,17 +188,21 @@ def wait(
     deadline = time.monotonic() + timeout
     url = f"{server.rstrip('/')}/api/v1/submissions/{submission_id}"
     body: dict[str, Any] = {"status": "unknown"}
+    etag: str | None = None  # of the last full answer, sent back: unchanged, it is a 304
     with httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=30) as client:
         while True:
-            response = client.get(url)
+            response = client.get(url, headers={"If-None-Match": etag} if etag else None)
             if response.status_code == 503:  # the service's database restarts: wait, ask again
                 pause = _retry_after(response, interval)
+            elif response.status_code == 304 and etag:  # unchanged: still not final
+                pause = interval
             elif response.status_code != 200:
                 raise SubmitError(
                     f"status request failed ({response.status_code}): {_detail(response)}"
                 )
             else:
                 body, pause = response.json(), interval
+                etag = response.headers.get("etag")
                 if body["status"] in FINAL_STATES:
                     return body
             if time.monotonic() > deadline:

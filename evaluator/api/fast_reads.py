@@ -11,10 +11,15 @@ to build, an unknown token, a refusal, an odd query) to the route, which remains
 a fast answer is the one the route gives, byte for byte (tests/leaderboard/test_conditional.py
 and tests/evaluator/test_status_read.py compare them). Each answer is counted under its
 route's template, as the route's would be.
+
+:func:`etag` and :func:`not_modified` are the conditional reads of the answers that are not the
+leaderboard's (the status views'): a strong ETag, a digest of the body, and whether a request's
+``If-None-Match`` names it (RFC 9110 section 13.1.2).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Awaitable, Callable
 from types import SimpleNamespace
 from typing import Any
@@ -102,3 +107,19 @@ def header(scope: dict[str, Any], name: bytes) -> str | None:
         if key == name:
             return value.decode("latin-1")
     return None
+
+
+def etag(body: bytes) -> bytes:
+    """A strong ETag (quoted) of ``body``: its digest, the same in every API process."""
+    return b'"' + hashlib.blake2b(body, digest_size=12).hexdigest().encode() + b'"'
+
+
+def not_modified(if_none_match: str | None, current: bytes) -> bool:
+    """Whether an ``If-None-Match`` header names the ETag ``current`` (weak comparison, as RFC
+    9110 section 13.1.2 asks: a ``W/`` tag matches too; ``*`` matches any)."""
+    if not if_none_match:
+        return False
+    if if_none_match.strip() == "*":
+        return True
+    wanted = current.decode("latin-1")
+    return any(tag.strip().removeprefix("W/") == wanted for tag in if_none_match.split(","))

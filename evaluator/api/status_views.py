@@ -9,6 +9,11 @@ that arrive together are checked at once (:func:`shared_polls`, ``crud.status_po
 callers by token hash and the submissions' marks, a read that started after each of them
 arrived), so every token is checked on every request (a revoked one is refused at once), and
 the view is shown only to its team or an organiser, as the full read does.
+
+Every status answer carries an ETag, a digest of its body (:func:`status_answer`), and
+``Cache-Control: no-cache, private``; a poller that sends it back in ``If-None-Match`` gets a
+``304 Not Modified`` without the body while the view is the same. The token and the team are
+checked first, as for a full answer: a 304 tells nothing a 200 would not.
 """
 
 from __future__ import annotations
@@ -19,9 +24,11 @@ from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy.orm import Session
+from starlette.requests import Request
+from starlette.responses import Response
 
 from evaluator import crud
-from evaluator.api.fast_reads import Answer, header
+from evaluator.api.fast_reads import Answer, etag, header, not_modified
 from evaluator.core.security import hash_token
 from evaluator.core.shared_read import SharedRead
 from evaluator.crud import Caller
@@ -134,5 +141,33 @@ async def fast_status(app: Any, scope: dict[str, Any], submission_id: str | None
     caller = read[0]
     if owner_team_id != caller.team_id and not caller.is_organiser:
         return None
+    return status_answer(body, header(scope, b"if-none-match"))
+
+
+def status_answer(body: bytes, if_none_match: str | None) -> Answer:
+    """The answer with a status view's JSON ``body``: 200 with the body and its ETag, or 304
+    without it when ``if_none_match`` names that ETag.
+
+    Args:
+        body: the view's JSON, for a caller who may see it.
+        if_none_match: the request's ``If-None-Match`` header.
+
+    Returns:
+        The status code, the headers (lower-case names) and the body.
+    """
+    tag = etag(body)
+    validators = [(b"etag", tag), (b"cache-control", b"no-cache, private")]
+    if not_modified(if_none_match, tag):
+        return 304, validators, b""
     return 200, [(b"content-length", str(len(body)).encode()),
-                 (b"content-type", b"application/json")], body  # fmt: skip
+                 (b"content-type", b"application/json"), *validators], body  # fmt: skip
+
+
+def status_response(request: Request, body: bytes) -> Response:
+    """:func:`status_answer` to ``request`` as a response (the route's; the same headers as the
+    fast answer's)."""
+    code, headers, content = status_answer(body, request.headers.get("if-none-match"))
+    response = Response(status_code=code)
+    response.body = content
+    response.raw_headers = headers
+    return response

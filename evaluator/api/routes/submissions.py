@@ -35,6 +35,7 @@ from evaluator.api.status_views import (
     StatusViews,
     kept_view,
     poll,
+    status_response,
 )
 from evaluator.api.worker_watch import WorkerWatch, waiting_note, waiting_since
 from evaluator.benchmark_info import clients_of, track_unavailable
@@ -436,7 +437,7 @@ async def get_submission(submission_id: str, request: Request, credentials: Bear
         body = await run_in_threadpool(_status_body, request, token, read[0], submission_id, hit)
     else:
         body = _kept_body(hit, read[0])
-    return Response(body, media_type="application/json")
+    return status_response(request, body)  # with its ETag; a 304 to a matching If-None-Match
 
 
 def _status_body(
