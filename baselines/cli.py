@@ -83,6 +83,12 @@ def _registry_options(*, help_only: bool) -> tuple[click.Parameter, ...]:
     show_default=True,
     help="Pre-trained checkpoint every party starts from (directory or `base`).",
 )
+@click.option(
+    "--family",
+    default=None,
+    help="The model family the run trains (vt5, pix2struct, ...: benchmark/model/families/); "
+    "checked against --base's config.json (default: --base's family; `base` is VT5).",
+)
 @click.option("--rounds", type=int, help="Federated rounds.")
 @click.option("--clients-per-round", type=int, help="Clients sampled per round (M of K).")
 @click.option("--local-epochs", type=int, help="Local epochs per round.")
@@ -179,6 +185,7 @@ def train(
     data_dir: str,
     out_dir: str,
     base: str,
+    family: str | None,
     resume: bool,
     threads: int | None,
     no_progress: bool,
@@ -257,6 +264,8 @@ def train(
             raise click.UsageError("give the wire format once: --wire or --quantize")
         overrides["wire"] = "fp32" if quantize == "none" else quantize
     run_dir = RunDirectory(out_dir)
+    if family is not None:
+        _check_family(family, base)
     try:
         config = preset_config(preset, **overrides) if recipe_config is None else recipe_config
         if recipe_config is not None and options.get("device") is not None:
@@ -311,6 +320,27 @@ def train(
     _write_recipe(run_dir, config, data_dir=data_dir, base=base, device=str(device))
     summary = simulation.run(resume=resume)
     click.echo(json.dumps(simulation.run_record(summary), indent=2))
+
+
+def _check_family(family: str, base: str) -> None:
+    """A usage error when ``--base`` is not a checkpoint of ``--family``, saying how to get one."""
+    from benchmark.model import read_checkpoint_config, resolve_checkpoint
+    from benchmark.model.checkpoint_validation import CheckpointError
+    from benchmark.model.families import UnknownFamily, family_named
+
+    try:
+        wanted = family_named(family)
+        found = read_checkpoint_config(resolve_checkpoint(base)).model_type
+    except UnknownFamily as error:
+        raise click.BadParameter(str(error), param_hint="--family") from error
+    except (CheckpointError, FileNotFoundError) as error:
+        raise click.ClickException(str(error)) from error
+    if found != wanted.name:
+        raise click.UsageError(
+            f"--family {wanted.name} but --base {base} is a {family_named(found).title} checkpoint; "
+            f"write a {wanted.title} base with `pflkit model init --family {wanted.name} --shape "
+            "tiny --out DIR` (random weights) and pass --base DIR"
+        )
 
 
 def _recipe_run(

@@ -39,9 +39,12 @@ from baselines.fsp.task import build_pretraining_task
 from baselines.fsp.vocabulary import without_denoising_rows
 from baselines.run_directory import RunDirectory
 from baselines.wire import EncodedMessage
+from benchmark.model.families import DEFAULT_FAMILY, family_named
 
 #: the phase's sub-directory of the run directory.
 PRETRAINING_DIR = "pretraining"
+#: The model families the phase can pre-train: its objectives read OCR words and boxes.
+PRETRAINED_FAMILIES = ("vt5",)
 #: the embedding every pre-training message must carry (the added rows live in it).
 EMBEDDING = "language_backbone.shared.weight"
 
@@ -257,6 +260,13 @@ def build_federation(
     phase = config.build_pretraining()
     if not phase.rounds:
         return FederatedSimulation(config, task, run_dir, progress=progress)
+    family = task.info.get("family", DEFAULT_FAMILY)
+    if family not in PRETRAINED_FAMILIES:
+        raise ValueError(
+            f"federated self-pretraining (--fsp-rounds) is written for VT5's OCR words and boxes; "
+            f"--base is a {family_named(family).title} checkpoint: drop --fsp-rounds or train "
+            "a VT5 base"
+        )
     pretraining_task = build_pretraining_task(
         data_dir,
         base,

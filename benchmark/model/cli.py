@@ -6,7 +6,10 @@ import math
 
 import click
 
-from benchmark.model.random_init import SHAPES
+from benchmark.model.families import DEFAULT_FAMILY, FAMILIES
+
+#: Every family's shape names (VT5's `vt5-base` first, as before families).
+SHAPES = tuple(dict.fromkeys(("vt5-base", "tiny", *(s for f in FAMILIES.values() for s in f.shapes))))
 
 
 @click.group()
@@ -57,23 +60,29 @@ def convert(source: str, target: str, visual_dir: str | None, box_scale: float) 
 
 
 @model.command()
-@click.option("--shape", type=click.Choice(SHAPES), default="vt5-base", show_default=True,
-              help="vt5-base: the public model's shape (T5-base + DiT-base, 336,142,080 "
-              "parameters, lm_head apart from shared); tiny: the kit's CPU shape.")
+@click.option("--family", default=DEFAULT_FAMILY, show_default=True,
+              type=click.Choice(sorted(FAMILIES)),
+              help="The model family (benchmark/model/families/): vt5 is the competition's.")
+@click.option("--shape", type=click.Choice(SHAPES), default="base", show_default=True,
+              help="base: the family's public checkpoint's shape (VT5: T5-base + DiT-base, "
+              "336,142,080 parameters, lm_head apart from shared; `vt5-base` is the same); "
+              "tiny: the kit's CPU shape.")
 @click.option("--out", "out", type=click.Path(), required=True,
               help="The checkpoint directory to write (must not exist).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Initialisation seed.")
-def init(shape: str, out: str, seed: int) -> None:
-    """Write a randomly initialised VT5 of a real shape, with the shipped tokenizer: real-size
-    training, scoring and memory checks without downloading any weights."""
+def init(family: str, shape: str, out: str, seed: int) -> None:
+    """Write a randomly initialised model of a family's real shape, with the shipped tokenizer:
+    real-size training, scoring and memory checks without downloading any weights."""
     from benchmark.model.checkpoint import expected_tensor_spec, read_checkpoint_config
+    from benchmark.model.families import family_named
     from benchmark.model.random_init import init_checkpoint
 
     try:
-        directory = init_checkpoint(shape, out, seed=seed)
-    except FileExistsError as error:
+        directory = init_checkpoint(shape, out, seed=seed, family=family)
+    except (FileExistsError, ValueError) as error:
         raise click.ClickException(str(error)) from error
     config = read_checkpoint_config(directory)
     values = sum(math.prod(dims) for dims, _ in expected_tensor_spec(config).values())
-    click.echo(f"wrote {directory}: {shape} VT5, {values:,} parameters, "
-               f"tie_lm_head={config.tie_lm_head}, seed {seed}")
+    title = family_named(family).title
+    tied = f", tie_lm_head={config.tie_lm_head}" if hasattr(config, "tie_lm_head") else ""
+    click.echo(f"wrote {directory}: {shape} {title}, {values:,} parameters{tied}, seed {seed}")

@@ -1,11 +1,11 @@
-"""Randomly initialised VT5 models: a tiny one with a tokenizer trained on given texts, and any
-shape of :data:`SHAPES` with the shipped tokenizer.
+"""Randomly initialised models: a tiny VT5 with a tokenizer trained on given texts, and any
+family's named shape with the shipped tokenizer.
 
 The tiny one is the starting point of pre-training (``benchmark.pretraining``), of the speed
 benchmark's untrained model (``bench/bench.py``) and of the test suites' tiny checkpoints: each
 trains a tokenizer on its corpus, sizes a ``tiny_vt5_config`` and initialises the weights.
-:func:`init_checkpoint` (``pflkit model init``) writes the real VT5-base shape without a hub, so
-every real-size check runs on weights the kit makes itself.
+:func:`init_checkpoint` (``pflkit model init``) writes a family's real shape (VT5-base, Pix2Struct-base)
+without a hub, so every real-size check runs on weights the kit makes itself.
 """
 
 from __future__ import annotations
@@ -16,10 +16,6 @@ from typing import Any
 
 from benchmark.model.tokenizer import SPIECE_NAME
 
-#: VT5 shapes ``pflkit model init`` writes: the public VT5-base (T5-base + DiT-base, 32,128 token
-#: rows, ``lm_head`` untied as the public code holds it) and the kit's tiny CPU model; every
-#: family's are its ``shapes``.
-SHAPES: tuple[str, ...] = ("vt5-base", "tiny")
 
 
 def random_tiny_model(

@@ -80,8 +80,6 @@ class ModelFamily:
             (``language_backbone``) or a parameter prefix (the frozen visual encoder
             ``visual_embedding.image_model.``) -> the family's names; an empty tuple drops a
             name with no counterpart. A name not listed is the family's own and kept as it is.
-        bound_methods: methods and phases written for VT5's inputs only (``fsp``): the kit refuses
-            them for any other family, by name.
     """
 
     name: ClassVar[str] = ""
@@ -90,7 +88,6 @@ class ModelFamily:
     public_checkpoint: ClassVar[str] = ""
     lora_targets: ClassVar[tuple[str, ...]] = ()
     vt5_names: ClassVar[Mapping[str, tuple[str, ...]]] = {}
-    bound_methods: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def translate(cls, names: Iterable[str]) -> tuple[str, ...]:

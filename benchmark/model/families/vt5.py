@@ -24,7 +24,6 @@ class VT5(ModelFamily):
     shapes = ("tiny", "base", "vt5-base")
     public_checkpoint = "rubentito/vt5-base-spdocvqa"
     lora_targets = ("q", "v")
-    bound_methods = ("fsp",)
 
     @classmethod
     def config_from_dict(cls, raw: dict[str, Any]) -> Any:
