@@ -17,7 +17,6 @@ from typing import Any
 from benchmark.model.tokenizer import SPIECE_NAME
 
 
-
 def random_tiny_model(
     texts: Iterable[str],
     tokenizer_dir: str | Path,
