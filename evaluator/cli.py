@@ -231,6 +231,22 @@ def submit(
         sys.exit(1)
 
 
+def _track_figures_line(track: int, results: dict[str, Any]) -> str:
+    """The track's own scalar figures that have a value, with their headings (track 3: the
+    mean personalised ANLS, its spread, the worst client, the global model's figures)."""
+    from benchmark.tracks import TRACKS
+
+    if track not in TRACKS:
+        return ""
+    shown = []
+    for figure in TRACKS[track].figures:
+        value = results.get(figure.name)
+        if figure.scalar and value is not None:
+            shown.append(f"{figure.heading} {value:.4f}" if figure.kind == "float"
+                         else f"{figure.heading} {value}")  # fmt: skip
+    return ", ".join(shown)
+
+
 def _print_record(result: dict[str, Any]) -> None:
     """A submission's public record for people: its status, scores, privacy verification,
     personalisation and the organisers' re-run of its recipe."""
@@ -250,14 +266,9 @@ def _print_record(result: dict[str, Any]) -> None:
             f"  privacy claim epsilon={results['epsilon']}: "
             + ("verified" if results["privacy_verified"] else "NOT verified")
         )
-    if results.get("personal_anls") is not None:
-        click.echo(
-            f"  personalised ANLS {results['personal_anls']:.4f} "
-            f"(std {results['personal_anls_std']:.4f}, worst client "
-            f"{results['personal_worst_client']} at {results['personal_worst_anls']:.4f}); "
-            f"global model: personal {results['global_personal_anls']:.4f}, "
-            f"unseen providers {results['global_unseen_anls']:.4f}"
-        )
+    own = _track_figures_line(result["track"], results)
+    if own:
+        click.echo(f"  {own}")
     if results.get("reproduction") is not None:
         click.echo(
             f"  the organisers' re-run of its recipe: {results['reproduction']}"

@@ -7,18 +7,13 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
+from benchmark.result_figures import PYTHON_TYPES, SHARED_FIGURES, Figure
+from benchmark.tracks import track_figures
 from evaluator import team_names
 from evaluator.tables import Status, Submission
 
-# Scores participants see: 4 decimals, as the competition published them.
-PUBLIC_DECIMALS = 4
-SCORE_FIELDS = ("anls", "accuracy", "anls_in", "anls_out", "accuracy_in", "accuracy_out",
-                "personal_anls", "personal_anls_std", "personal_worst_anls",
-                "global_personal_anls", "global_unseen_anls")  # fmt: skip
-#: the scores of each per-client entry of ``personal_clients``.
-CLIENT_SCORE_FIELDS = ("personal_anls", "global_anls")
 # Per-round tallies in one API answer (the log may hold up to max_log_rounds rounds).
 MAX_ROUNDS_SHOWN = 1000
 
@@ -34,60 +29,17 @@ class TransitionPublic(BaseModel):
     detail: str | None
 
 
-class ResultsPublic(BaseModel):
-    """Scores, communication tally and privacy verification of a finished submission."""
+class _Results(BaseModel):
+    """Scores, communication tally and privacy verification of a finished submission: every
+    shared figure (``benchmark.result_figures.SHARED_FIGURES``), every track's own
+    (``benchmark.tracks.Track.figures``) and the reproduction's verdict.
 
-    anls: float | None = None
-    accuracy: float | None = None
-    anls_in: float | None = None
-    anls_out: float | None = None
-    accuracy_in: float | None = None
-    accuracy_out: float | None = None
-    n_questions: int | None = None
-    n_in: int | None = None
-    n_out: int | None = None
-    total_bytes: int | None = None
-    official_logger_total_bytes: int | None = Field(
-        default=None,
-        description="what the official starter kit's logger would have counted "
-        "(as the published tables did), declared in submission.json: not checked, not ranked",
-    )
-    bytes_up: int | None = None
-    bytes_down: int | None = None
-    rounds: int | None = None
-    messages: int | None = None
-    per_round: list[dict[str, int]] | None = Field(
-        default=None, description="per-round tallies, the first 1000 rounds at most"
-    )
-    epsilon: float | None = None
-    delta: float | None = None
-    privacy_verified: bool | None = None
-    privacy_report: dict[str, Any] | None = None
-    personal_anls: float | None = Field(
-        default=None, description="track 3: mean personalised ANLS, weighted by questions"
-    )
-    personal_anls_std: float | None = None
-    personal_worst_client: int | None = None
-    personal_worst_anls: float | None = None
-    global_personal_anls: float | None = None
-    global_unseen_anls: float | None = None
-    n_personal: int | None = None
-    personal_clients: list[dict[str, Any]] | None = Field(
-        default=None, description="track 3: per client n, personal_anls, global_anls"
-    )
-    personal_report: dict[str, Any] | None = None
-    audit_epsilon: float | None = Field(
-        default=None, description="privacy audit: empirical epsilon lower bound (95% confidence)"
-    )
-    audit_auc: float | None = None
-    audit_tpr: float | None = Field(default=None, description="privacy audit: TPR at audit_fpr")
-    audit_fpr: float | None = None
-    audit_seconds: float | None = None
-    audit_contradicted: bool | None = Field(
-        default=None, description="the privacy claim's epsilon is below the audit's lower bound"
-    )
-    audit_report: dict[str, Any] | None = None
-    scoring_seconds: float | None = None
+    The fields are the declarations' (:func:`_figure_field`); a track registered after this
+    module was imported shows its figures as further keys.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
     reproduction: str | None = Field(
         default=None,
         description="the organisers' re-run of the recipe: null (not selected), queued, "
@@ -99,11 +51,42 @@ class ResultsPublic(BaseModel):
     )
 
 
+def _figure_field(figure: Figure) -> tuple[Any, Any]:
+    """A figure as a pydantic field: its kind's type or None, described as declared."""
+    kind = PYTHON_TYPES[figure.kind]
+    return (kind if kind is Any else kind | None,
+            Field(default=None, description=figure.description or None))  # fmt: skip
+
+
+ResultsPublic: type[_Results] = create_model(
+    "ResultsPublic",
+    __base__=_Results,
+    __doc__=_Results.__doc__,
+    **{f.name: _figure_field(f) for f in (*SHARED_FIGURES, *track_figures().values())},
+)  # fmt: skip
+
 # The submission columns the API view is built from (``SubmissionPublic.from_values``).
 PUBLIC_COLUMNS = (
     "id", "track", "method", "description", "status", "reason", "attempts", "created_at",
-    "updated_at", "queued_at", "scoring_started_at", "finished_at", *ResultsPublic.model_fields,
+    "updated_at", "queued_at", "scoring_started_at", "finished_at",
+    *(f.name for f in SHARED_FIGURES), *_Results.model_fields,
 )  # fmt: skip
+
+
+def _results(values: Mapping[str, Any], figures: Mapping[str, Any],
+             full_precision: bool) -> _Results:  # fmt: skip
+    """The results of a view: the shared figures and the reproduction from ``values``, every
+    track's figures from ``figures`` (None when absent), rounded as declared unless
+    ``full_precision``."""
+    declared = [*SHARED_FIGURES, *track_figures().values()]
+    merged = {**values, **figures}
+    results = {name: values[name] for name in _Results.model_fields}
+    for figure in declared:
+        value = merged.get(figure.name)
+        results[figure.name] = value if full_precision else figure.published(value)
+    if results["per_round"] is not None:
+        results["per_round"] = results["per_round"][:MAX_ROUNDS_SHOWN]
+    return ResultsPublic(**results)
 
 
 class SubmissionPublic(BaseModel):
@@ -141,17 +124,17 @@ class SubmissionPublic(BaseModel):
 
         Args:
             row: the submission.
-            full_precision: organisers only; participants get scores to ``PUBLIC_DECIMALS``
-                decimals (more would let repeated submissions probe single hidden answers).
+            full_precision: organisers only; participants get each figure rounded as declared
+                (``Figure.decimals``: more would let repeated submissions probe single hidden
+                answers).
 
         Returns:
             The view, with at most ``MAX_ROUNDS_SHOWN`` per-round tallies.
         """
         values = {name: getattr(row, name) for name in PUBLIC_COLUMNS}
         events = [(e.from_status, e.to_status, e.at, e.detail) for e in row.events]
-        return cls.from_values(
-            values, team=row.team.name, events=events, full_precision=full_precision
-        )
+        return cls.from_values(values, team=row.team.name, events=events,
+                               full_precision=full_precision, figures=row.figures)  # fmt: skip
 
     @classmethod
     def from_values(
@@ -161,6 +144,7 @@ class SubmissionPublic(BaseModel):
         team: str,
         events: Sequence[tuple[str | None, str, dt.datetime, str | None]],
         full_precision: bool = False,
+        figures: Mapping[str, Any] | None = None,
     ) -> SubmissionPublic:
         """Build the API view from a submission's column values (``PUBLIC_COLUMNS``).
 
@@ -169,24 +153,12 @@ class SubmissionPublic(BaseModel):
             team: its team's name.
             events: its transitions, oldest first, as (from, to, at, detail).
             full_precision: see :meth:`from_row`.
+            figures: its track figures by name (``crud.figures_of``); those left out are None.
 
         Returns:
             The view.
         """
-        results_values = {name: values[name] for name in ResultsPublic.model_fields}
-        if not full_precision:
-            for name in SCORE_FIELDS:
-                if results_values[name] is not None:
-                    results_values[name] = round(results_values[name], PUBLIC_DECIMALS)
-        if results_values["per_round"] is not None:
-            results_values["per_round"] = results_values["per_round"][:MAX_ROUNDS_SHOWN]
-        if results_values["personal_clients"] is not None and not full_precision:
-            results_values["personal_clients"] = [
-                {k: round(v, PUBLIC_DECIMALS) if k in CLIENT_SCORE_FIELDS and v is not None
-                 else v for k, v in entry.items()}
-                for entry in results_values["personal_clients"]
-            ]  # fmt: skip
-        results = ResultsPublic(**results_values)
+        results = _results(values, figures or {}, full_precision)
         return cls(
             id=values["id"],
             team=team,

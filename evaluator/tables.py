@@ -1,15 +1,18 @@
 """The evaluator's database tables (one class per table) and the values of their state columns.
 
 Tables: ``teams`` (hashed API tokens, organiser role), ``submissions`` (one row per upload with
-its state, timestamps, lease and the results every track has), ``submission_events`` (each
-state transition, timestamped), ``organiser_sessions``, ``board_version`` and ``workers`` (each
-scoring worker's heartbeat and, for one that refused to start, why).
+its state, timestamps, lease and the figures every track has,
+``benchmark.result_figures.SHARED_FIGURES``), ``submission_figures`` (each track's own figures,
+keyed by name), ``submission_events`` (each state transition, timestamped),
+``organiser_sessions``, ``board_version`` and ``workers`` (each scoring worker's heartbeat and,
+for one that refused to start, why).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import enum
+import numbers
 from typing import Any
 
 from sqlalchemy import (
@@ -26,6 +29,9 @@ from sqlalchemy import (
     TypeDecorator,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from benchmark.result_figures import Figure
+from benchmark.tracks import track_figures
 
 
 def utcnow() -> dt.datetime:
@@ -153,20 +159,6 @@ class Submission(Base):
     privacy_verified: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     privacy_report: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
-    # Track 3: mean personalised ANLS (weighted by questions), its spread across clients, the
-    # global model's ANLS on the personal and the unseen-provider questions, per-client figures
-    # ([{client, n, personal_anls, global_anls, personalised}]) and the organisers' report
-    # (files, bytes, tensors replaced under a declared-frozen prefix).
-    personal_anls: Mapped[float | None] = mapped_column(Float, nullable=True)
-    personal_anls_std: Mapped[float | None] = mapped_column(Float, nullable=True)
-    personal_worst_client: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    personal_worst_anls: Mapped[float | None] = mapped_column(Float, nullable=True)
-    global_personal_anls: Mapped[float | None] = mapped_column(Float, nullable=True)
-    global_unseen_anls: Mapped[float | None] = mapped_column(Float, nullable=True)
-    n_personal: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    personal_clients: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
-    personal_report: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
-
     # The one-run privacy audit with the benchmark's canary providers (every track): the
     # epsilon lower bound at 95% confidence, the attack's AUC and TPR at a low FPR, its cost,
     # whether a privacy claim is below the bound, and the report (or why it was skipped).
@@ -201,6 +193,66 @@ class Submission(Base):
     events: Mapped[list[SubmissionEvent]] = relationship(
         back_populates="submission", order_by="SubmissionEvent.id", cascade="all, delete-orphan"
     )
+    #: its track's own figures (``benchmark.tracks.Track.figures``), one row each.
+    figure_rows: Mapped[list[SubmissionFigure]] = relationship(
+        order_by="SubmissionFigure.figure", cascade="all, delete-orphan"
+    )
+
+    @property
+    def figures(self) -> dict[str, Any]:
+        """Every track's own figures by name (``benchmark.tracks.track_figures``), with the
+        values this submission has and None for the others."""
+        values = {name: None for name in track_figures()}
+        values.update((row.figure, row.value) for row in self.figure_rows)
+        return values
+
+
+class SubmissionFigure(Base):
+    """One figure of a submission's track (``benchmark.tracks.Track.figures``), keyed by name: a
+    track with a figure of its own needs no migration. Numbers (float, int, bool) are in
+    ``number``, text and JSON documents in ``document``; a figure without a value has no row."""
+
+    __tablename__ = "submission_figures"
+
+    submission_id: Mapped[str] = mapped_column(
+        ForeignKey("submissions.id", ondelete="CASCADE"), primary_key=True
+    )
+    figure: Mapped[str] = mapped_column(String(64), primary_key=True)
+    number: Mapped[float | None] = mapped_column(Float, nullable=True)
+    document: Mapped[Any] = mapped_column(JSON(none_as_null=True), nullable=True)
+
+    @property
+    def value(self) -> Any:
+        """The value as its declaration's kind (an undeclared figure's as stored)."""
+        return typed_value(self.figure, self.number, self.document)
+
+
+def stored_value(figure: Figure, value: Any) -> tuple[float | None, Any]:
+    """A figure's value as the ``(number, document)`` of its ``submission_figures`` row.
+
+    Raises:
+        ValueError: a value its kind cannot hold.
+    """
+    if figure.kind in ("text", "json"):
+        return None, value
+    allowed = {"bool": bool, "int": numbers.Integral, "float": numbers.Real}[figure.kind]
+    if not isinstance(value, allowed) or (figure.kind != "bool" and isinstance(value, bool)):
+        raise ValueError(f"figure {figure.name} is {figure.kind}, got {value!r}")
+    if figure.kind == "int" and abs(value) > 2**53:
+        raise ValueError(f"figure {figure.name}: {value} is beyond a double's exact integers")
+    return float(value), None  # a double holds every float and int figure exactly
+
+
+def typed_value(name: str, number: float | None, document: Any) -> Any:
+    """A ``submission_figures`` row's value as its figure's kind (``number`` or ``document``)."""
+    kind = track_figures()[name].kind if name in track_figures() else None
+    if number is None:
+        return document
+    if kind == "int":
+        return int(number)
+    if kind == "bool":
+        return bool(number)
+    return number
 
 
 class SubmissionEvent(Base):

@@ -7,20 +7,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from benchmark.tracks import COMMUNICATION, TRACKS
+from benchmark.result_figures import SHARED_FIGURES, Figure
+from benchmark.tracks import COMMUNICATION, TRACKS, track_figures
 from leaderboard.ranking import Row, Table, TrackResult, Unranked, rank_track
 
-# Scores are published with as many decimals as the competition did; more would let repeated
-# submissions probe individual hidden answers. Organisers see full precision.
-PUBLIC_DECIMALS = 4
-SCORE_FIELDS = ("anls", "anls_in", "anls_out", "accuracy", "personal_anls", "personal_anls_std",
-                "personal_worst_anls", "global_unseen_anls")  # fmt: skip
-INTEGER_COLUMNS = ("track", "rank", "total_bytes", "official_logger_total_bytes")
 # OWASP CSV injection: a cell starting with one of these is run as a formula by spreadsheets.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
-# Columns of the CSV export (web and command line): these, each track's result columns
-# (``Track.result_columns``), then :data:`CSV_LAST_COLUMNS`.
+# Columns of the CSV export (web and command line): these, each track's board figures
+# (``Track.board_figures``), then :data:`CSV_LAST_COLUMNS`.
 CSV_FIRST_COLUMNS = ("track", "budget", "rank", "team", "method", "anls", "anls_in", "anls_out",
                      "accuracy", "total_bytes", "official_logger_total_bytes")  # fmt: skip
 CSV_LAST_COLUMNS = ("created_at", "status", "reason", "id")
@@ -35,8 +30,8 @@ class Board:
             (a ``benchmark.json`` path or ``setting``), by track number.
         tracks: track number -> that track's rankings, for every track of ``benchmark.tracks``.
         all_submissions: whether every submission is ranked, not only each team's best.
-        public: the participants' view: scores to ``PUBLIC_DECIMALS`` decimals, no rejection or
-            failure reasons, no scores of hidden submissions.
+        public: the participants' view: figures rounded as declared (``Figure.decimals``), no
+            rejection or failure reasons, no scores of hidden submissions.
     """
 
     thresholds: dict[int, tuple[float, str]]
@@ -57,9 +52,22 @@ class Board:
 
 
 def csv_columns() -> list[str]:
-    """The CSV export's header: the shared columns, then each track's result columns."""
-    own = [column for track in TRACKS.values() for column in track.result_columns]
+    """The CSV export's header: the shared columns, then each track's board figures."""
+    own = [figure.name for track in TRACKS.values() for figure in track.board_figures()]
     return list(dict.fromkeys([*CSV_FIRST_COLUMNS, *own, *CSV_LAST_COLUMNS]))
+
+
+def integer_columns() -> list[str]:
+    """The CSV columns that hold integers (``Int64``, so a missing value keeps them integer):
+    ``track``, ``rank`` and the integer figures."""
+    figures = _declared()
+    return ["track", "rank", *(name for name in csv_columns()
+                               if name in figures and figures[name].kind == "int")]  # fmt: skip
+
+
+def _declared() -> dict[str, Figure]:
+    """Every figure by name: the shared ones and every track's."""
+    return {**{figure.name: figure for figure in SHARED_FIGURES}, **track_figures()}
 
 
 def _public(unranked: Unranked) -> Unranked:
@@ -211,20 +219,21 @@ def as_json(board: Board, *, track: int) -> dict[str, Any]:
 
 
 def row_dict(board: Board, row: Row) -> dict[str, Any]:
-    """A row as the board publishes it: scores rounded in the public view.
+    """A row as the board publishes it: figures rounded in the public view.
 
     Args:
         board: the board (its ``public`` flag decides the precision).
         row: the row.
 
     Returns:
-        ``row.as_dict()`` with the scores rounded to ``PUBLIC_DECIMALS`` when public.
+        ``row.as_dict()`` with each figure rounded as declared (``Figure.published``) when
+        public.
     """
     data = row.as_dict()
     if board.public:
-        for name in SCORE_FIELDS:
-            if data.get(name) is not None:
-                data[name] = round(data[name], PUBLIC_DECIMALS)
+        for name, figure in _declared().items():
+            if name in data:
+                data[name] = figure.published(data[name])
     return data
 
 
@@ -252,6 +261,6 @@ def csv_text(board: Board, *, track: int | None = None) -> str:
 
     rows = [{k: neutralise_cell(v) for k, v in r.items()} for r in records(board, track=track)]
     frame = pd.DataFrame.from_records(rows, columns=csv_columns())
-    for column in INTEGER_COLUMNS:
+    for column in integer_columns():
         frame[column] = frame[column].astype("Int64")
     return frame.to_csv(index=False)

@@ -12,7 +12,11 @@ from typing import Any
 
 import click
 
-from benchmark.tracks import COMMUNICATION, TRACKS
+from benchmark.result_figures import Figure
+from benchmark.tracks import COMMUNICATION, TRACKS, Track
+
+#: the figures :func:`_print_table` shows: a track ranked on another shows its figures' table.
+_SCORE_COLUMNS = ("anls", "anls_in", "anls_out", "accuracy", "total_bytes", "epsilon")
 
 _DB = click.option(
     "--db",
@@ -140,45 +144,52 @@ def show(database_url: str | None, storage_dir: Path | None, data_dir: Path | No
         return
     for number in tracks:
         answer = to_json(board, track=number)
+        track = board.tracks[number].track
         if "budgets" in answer:
             for budget, entries in answer["budgets"].items():
                 _print_table(
                     f"Track {number}: epsilon <= {budget} (verified claims, highest ANLS)", entries
                 )
-        elif board.tracks[number].track.ranking == "personal_anls":
-            _print_personal_table(
-                f"Track {number}: highest mean personalised ANLS (std, worst client, global "
-                "model on unseen providers)", answer["ranked"],
-            )  # fmt: skip
+        elif track.figures or track.ranking not in _SCORE_COLUMNS:
+            _print_figures_table(f"Track {number}: {_headline(board, number)}",
+                                 _figure_columns(track), answer["ranked"])  # fmt: skip
         else:
             _print_table(f"Track {number}: {_headline(board, number)}", answer["ranked"])
         click.echo(f"  not ranked: {len(board.tracks[number].unranked)}")
 
 
-def _print_personal_table(title: str, entries: list[dict[str, Any]]) -> None:
-    """A plain-text table of ranked track-3 entries."""
-    from leaderboard.formatting import human_bytes, score
+def _figure_columns(track: Track) -> list[Figure]:
+    """A track's plain-text columns: its ranking figure, then its other board figures."""
+    ranking = track.ranking_figure()
+    return [ranking, *(f for f in track.board_figures() if f.name != ranking.name)]
+
+
+def _print_figures_table(title: str, columns: list[Figure], entries: list[dict[str, Any]]) -> None:
+    """A plain-text table of ranked entries: their figures, then the total bytes."""
+    from leaderboard.formatting import figure_value, human_bytes
 
     click.echo(f"\n{title}")
     if not entries:
         click.echo("  (no ranked submission)")
         return
-    click.echo(f"  {'#':>3}  {'team':<20} {'method':<28} {'pers.':>7} {'std':>7} {'worst':>7} "
-               f"{'unseen':>7} {'bytes':>9}")  # fmt: skip
+    headings = " ".join(f"{figure.short_heading:>7}" for figure in columns)
+    click.echo(f"  {'#':>3}  {'team':<20} {'method':<28} {headings} {'bytes':>9}")
     for e in entries:
-        click.echo(
-            f"  {e['rank']:>3}  {e['team'][:20]:<20} {e['method'][:28]:<28} "
-            f"{score(e['personal_anls']):>7} {score(e['personal_anls_std']):>7} "
-            f"{score(e['personal_worst_anls']):>7} {score(e['global_unseen_anls']):>7} "
-            f"{human_bytes(e['total_bytes']):>9}"
-        )
+        cells = " ".join(f"{figure_value(f, e.get(f.name)):>7}" for f in columns)
+        click.echo(f"  {e['rank']:>3}  {e['team'][:20]:<20} {e['method'][:28]:<28} {cells} "
+                   f"{human_bytes(e['total_bytes']):>9}")  # fmt: skip
 
 
 def _headline(board: Any, number: int) -> str:
-    """What a track without budgets ranks on, for the table's title."""
+    """What a track without budgets ranks on, for the table's title: its ranking figure's
+    better end first, the other figures its table shows, and the threshold."""
     result = board.tracks[number]
-    headline = ("fewest bytes" if result.track.ranking == "total_bytes"
-                else f"ranked by {result.track.ranking}")  # fmt: skip
+    ranking = result.track.ranking_figure()
+    headline = (ranking.best_first() if ranking.better is not None
+                else f"ranked by {ranking.heading}")  # fmt: skip
+    others = [f.heading for f in _figure_columns(result.track)[1:]]
+    if result.track.figures and others:
+        headline += f" ({', '.join(others)})"
     if result.threshold is not None:
         headline += f" at test ANLS >= {result.threshold:.4f} ({result.threshold_source})"
     return headline

@@ -1,8 +1,11 @@
-"""How numbers are shown on the pages: bytes in human units, scores, times."""
+"""How numbers are shown on the pages: bytes in human units, scores, figures, times."""
 
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
+
+from benchmark.result_figures import Figure
 
 _UNITS = ("B", "kB", "MB", "GB", "TB", "PB")
 
@@ -22,6 +25,18 @@ def human_bytes(value: int | None) -> str:
 def score(value: float | None) -> str:
     """A score with four decimals; ``-`` for None."""
     return "-" if value is None else f"{value:.4f}"
+
+
+def figure_value(figure: Figure, value: Any) -> str:
+    """A figure's value in a table cell: a float as a score (``score``), an integer or text as
+    is, a flag as yes or no; ``-`` for None."""
+    if value is None:
+        return "-"
+    if figure.kind == "float":
+        return score(value)
+    if figure.kind == "bool":
+        return "yes" if value else "no"
+    return str(value)
 
 
 def when(value: dt.datetime | None) -> str:

@@ -1,8 +1,10 @@
 """Ranking rules of the tracks: pure functions over plain rows, no database.
 
 Each track of ``benchmark.tracks`` names the figure it ranks on (``Track.ranking``);
-:data:`RANKINGS` maps that figure to the function that ranks the track, so a new track is one
-``Track`` entry plus one function registered here with :func:`ranking`.
+:data:`RANKINGS` maps that figure to the function that ranks the track, and a figure that
+declares its better end (``Figure.better``) ranks with :func:`rank_by_figure` when no function
+is registered, so a new track is one ``Track`` entry, plus a function registered here with
+:func:`ranking` when its rules are its own.
 
 Track 1 (communication efficiency): a finished submission is valid when its test ANLS is at
 least the threshold (``>=``: a score exactly at the threshold counts); valid ones are ranked by
@@ -26,20 +28,34 @@ is total and stable. By default each team keeps only its best submission per tab
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
-from benchmark.tracks import COMMUNICATION, PERSONALISATION, PRIVACY, Track
+from benchmark.result_figures import Shown
+from benchmark.tracks import COMMUNICATION, PERSONALISATION, PRIVACY, TRACKS, Track, track_figures
 
 BUDGETS: tuple[float, ...] = PRIVACY.budgets
 DELTA: float = PRIVACY.delta
 REAL_DATA_THRESHOLD: float = COMMUNICATION.threshold
 
 
-@dataclass(frozen=True)
+#: the fields of a :class:`Row` before its track figures, in :meth:`Row.as_dict`.
+_HEAD = ("id", "team", "track", "method", "status", "created_at", "anls", "anls_in", "anls_out",
+         "accuracy", "total_bytes", "official_logger_total_bytes", "epsilon", "delta",
+         "privacy_verified")  # fmt: skip
+#: the fields of :meth:`Row.as_dict` after the track figures.
+_TAIL = ("audit_epsilon", "audit_contradicted", "reproduction")
+
+
+@dataclass(frozen=True, init=False)
 class Row:
     """One submission as the ranking sees it (the evaluator's columns, nothing else).
+
+    Built with keywords: its fields, and any track figure shown on the board
+    (``benchmark.tracks.Track.figures``, ``shown="board"``) by name, kept in ``figures`` and
+    read as an attribute (``row.personal_anls``; None when the row has no value).
 
     Attributes:
         id: submission id.
@@ -55,12 +71,6 @@ class Row:
             (declared by the run, not checked, not ranked; the published tables' figure).
         epsilon, delta: the track-2 claim.
         privacy_verified: whether the claim passed ``accountant.verify`` and the log cross-check.
-        personal_anls: track 3's mean personalised ANLS (weighted by questions).
-        personal_anls_std: its standard deviation across clients.
-        personal_worst_anls: the worst client's personalised ANLS.
-        global_unseen_anls: the global model's ANLS on the unseen providers.
-        personal_clients: per-client figures (``client``, ``n``, ``personal_anls``,
-            ``global_anls``) for the track-3 plot; not exported.
         audit_epsilon: the privacy audit's empirical epsilon lower bound (95% confidence).
         audit_contradicted: the claim's epsilon is below that bound: shown as "contradicted by
             audit" (a statistical test; the claim stays ranked, the organisers decide).
@@ -70,6 +80,9 @@ class Row:
             ``None`` (not selected), ``queued``, ``reproducing`` or the verdict; a submission
             not reproduced (or whose recipe failed) is unranked.
         reproduction_reason: the verdict's sentence (the team's and the organisers').
+        figures: its track figures shown on the board, by name (track 3's mean personalised
+            ANLS, its spread, the worst client's, the global model's on unseen providers and
+            the per-client figures its plot draws).
     """
 
     id: str
@@ -88,44 +101,63 @@ class Row:
     epsilon: float | None = None
     delta: float | None = None
     privacy_verified: bool | None = None
-    personal_anls: float | None = None
-    personal_anls_std: float | None = None
-    personal_worst_anls: float | None = None
-    global_unseen_anls: float | None = None
-    personal_clients: tuple[dict[str, Any], ...] | None = None
     audit_epsilon: float | None = None
     audit_contradicted: bool | None = None
     hidden: bool = False
     disqualified_reason: str | None = None
     reproduction: str | None = None
     reproduction_reason: str | None = None
+    figures: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    def __init__(self, **values: Any) -> None:
+        own = _field_defaults()
+        extra = {name: value for name, value in values.items()
+                 if name not in own and name != "figures"}  # fmt: skip
+        unknown = sorted(set(extra) - set(track_figures()))
+        if unknown:
+            raise TypeError(f"Row has no field or track figure {unknown}")
+        for name, default in own.items():
+            value = values.get(name, default)
+            if value is MISSING:
+                raise TypeError(f"Row needs {name!r}")
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "figures", {**(values.get("figures") or {}), **extra})
+
+    def __getattr__(self, name: str) -> Any:
+        """A track figure by name (None when the row has none); called only for names that
+        are not fields."""
+        figures = self.__dict__.get("figures") or {}
+        if name in figures:
+            return figures[name]
+        if not name.startswith("_") and name in track_figures():
+            return None
+        raise AttributeError(f"Row has no field or track figure {name!r}")
+
+    def __getitem__(self, name: str) -> Any:
+        """A field or figure by name (templates read ``row[figure]``)."""
+        return getattr(self, name)
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready view (timestamps as ISO 8601)."""
-        return {
-            "id": self.id,
-            "team": self.team,
-            "track": self.track,
-            "method": self.method,
-            "status": self.status,
-            "created_at": self.created_at.isoformat(),
-            "anls": self.anls,
-            "anls_in": self.anls_in,
-            "anls_out": self.anls_out,
-            "accuracy": self.accuracy,
-            "total_bytes": self.total_bytes,
-            "official_logger_total_bytes": self.official_logger_total_bytes,
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "privacy_verified": self.privacy_verified,
-            "personal_anls": self.personal_anls,
-            "personal_anls_std": self.personal_anls_std,
-            "personal_worst_anls": self.personal_worst_anls,
-            "global_unseen_anls": self.global_unseen_anls,
-            "audit_epsilon": self.audit_epsilon,
-            "audit_contradicted": self.audit_contradicted,
-            "reproduction": self.reproduction,
-        }
+        """JSON-ready view (timestamps as ISO 8601): its fields and every track's scalar
+        figures shown on the board (None when the row has none)."""
+        data = {name: getattr(self, name) for name in _HEAD}
+        data["created_at"] = self.created_at.isoformat()
+        for name in board_figure_names():
+            data[name] = self.figures.get(name)
+        data.update((name, getattr(self, name)) for name in _TAIL)
+        return data
+
+
+@functools.cache
+def _field_defaults() -> dict[str, Any]:
+    """Each field of :class:`Row` but ``figures``, and its default (``MISSING``: none)."""
+    return {spec.name: spec.default for spec in fields(Row) if spec.name != "figures"}
+
+
+def board_figure_names() -> list[str]:
+    """Every track's own scalar figures shown on the board, by track (the exports' columns)."""
+    return [figure.name for _, track in sorted(TRACKS.items()) for figure in track.figures
+            if figure.shown is Shown.BOARD and figure.scalar]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -436,9 +468,48 @@ def rank_by_personal_anls(rows: Sequence[Row], track: Track, threshold: float | 
     return TrackResult(track, {None: table}, table.unranked, threshold)
 
 
+def rank_by_figure(rows: Sequence[Row], track: Track, threshold: float | None,
+                   all_submissions: bool) -> TrackResult:  # fmt: skip
+    """The ranking of a track whose ranking figure declares a direction and that has no
+    function of its own: that figure, its better end first (``Figure.better``), among the
+    submissions that have it and reach the track's ANLS threshold when it has one."""
+    figure = track.ranking_figure()
+    threshold = track.threshold if threshold is None else threshold
+    sign = -1 if figure.better == "higher" else 1
+
+    def reason(row: Row) -> str | None:
+        if getattr(row, figure.name) is None:
+            return f"no {figure.heading}"
+        if threshold is not None and row.anls < threshold:
+            return f"ANLS {row.anls:.4f} below the threshold {threshold:.4f}"
+        return None
+
+    table = _one_table(rows, track, reason, lambda r: sign * getattr(r, figure.name),
+                       all_submissions)  # fmt: skip
+    return TrackResult(track, {None: table}, table.unranked, threshold)
+
+
+def ranking_function(track: Track) -> RankingFunction:
+    """The function that ranks a track: the one registered for its ranking figure, else
+    :func:`rank_by_figure` for a figure that declares a direction and a track without budgets.
+
+    Raises:
+        LookupError: neither applies.
+    """
+    if track.ranking in RANKINGS:
+        return RANKINGS[track.ranking]
+    if track.ranking_figure().better is not None and not track.budgets:
+        return rank_by_figure
+    raise LookupError(
+        f"track {track.number} ranks on {track.ranking!r}, which has no ranking function; "
+        f"register one with leaderboard.ranking.ranking({track.ranking!r}), or declare the "
+        "figure's better end (Figure.better) for a track without budgets"
+    )
+
+
 def rank_track(rows: Sequence[Row], track: Track, *, threshold: float | None = None,
                all_submissions: bool = False) -> TrackResult:  # fmt: skip
-    """Rank one track with the function registered for its ranking figure.
+    """Rank one track with its ranking function (:func:`ranking_function`).
 
     Args:
         rows: submissions of any track (other tracks are ignored).
@@ -450,11 +521,6 @@ def rank_track(rows: Sequence[Row], track: Track, *, threshold: float | None = N
         The track's tables and unranked submissions.
 
     Raises:
-        LookupError: no function is registered for the track's ranking figure.
+        LookupError: no function ranks the track's ranking figure.
     """
-    if track.ranking not in RANKINGS:
-        raise LookupError(
-            f"track {track.number} ranks on {track.ranking!r}, which has no ranking function; "
-            f"register one with leaderboard.ranking.ranking({track.ranking!r})"
-        )
-    return RANKINGS[track.ranking](rows, track, threshold, all_submissions)
+    return ranking_function(track)(rows, track, threshold, all_submissions)

@@ -11,25 +11,28 @@ from typing import Any
 from sqlalchemy import Select, bindparam, select
 from sqlalchemy.orm import Session
 
+from benchmark.result_figures import Shown
+from benchmark.tracks import TRACKS
 from evaluator import crud
-from evaluator.tables import Submission, Team
+from evaluator.tables import Submission, SubmissionFigure, Team, typed_value
 from leaderboard.ranking import Row
 
 _NAMES = (
     "id", "team", "track", "method", "status", "created_at", "reason", "anls", "anls_in",
     "anls_out", "accuracy", "total_bytes", "official_logger_total_bytes", "epsilon", "delta",
-    "privacy_verified",
-    "personal_anls", "personal_anls_std", "personal_worst_anls", "global_unseen_anls",
-    "personal_clients", "audit_epsilon", "audit_contradicted", "hidden", "disqualified_reason",
-    "reproduction", "reproduction_reason",
+    "privacy_verified", "audit_epsilon", "audit_contradicted", "hidden", "disqualified_reason",
+    "reproduction", "reproduction_reason", "figures",
 )  # fmt: skip
+"""``Row``'s fields in order: the columns the rows' query reads, then the track figures the
+figures' query reads."""
+_COLUMNS = _NAMES[:-1]
 
 
 def _rows_statement() -> Select[Any]:
     """Every submission's ranking columns with its team's name, oldest first (SQLAlchemy Core
     on the ORM's tables, built once: it skips the ORM's per-row loading and recompiling)."""
     submissions, teams = Submission.__table__, Team.__table__
-    columns = [teams.c.name if name == "team" else submissions.c[name] for name in _NAMES]
+    columns = [teams.c.name if name == "team" else submissions.c[name] for name in _COLUMNS]
     return (
         select(*columns)
         .join_from(submissions, teams, teams.c.id == submissions.c.team_id)
@@ -37,10 +40,24 @@ def _rows_statement() -> Select[Any]:
     )
 
 
-_CLIENTS, _HIDDEN = _NAMES.index("personal_clients"), _NAMES.index("hidden")
+def _figures_statement() -> Select[Any]:
+    """The track figures of the submissions :func:`_rows_statement` reads, by name (expanding
+    ``names``): joined to ``submissions`` so the same filters apply."""
+    submissions, figures = Submission.__table__, SubmissionFigure.__table__
+    return (
+        select(figures.c.submission_id, figures.c.figure, figures.c.number, figures.c.document)
+        .join_from(figures, submissions, submissions.c.id == figures.c.submission_id)
+        .where(figures.c.figure.in_(bindparam("names", expanding=True)))
+    )
+
+
+_HIDDEN = _NAMES.index("hidden")
 _ROWS = _rows_statement()
 _ROWS_OF_TRACK = _ROWS.where(Submission.__table__.c.track == bindparam("track"))
 _ROWS_CHANGED = _ROWS.where(Submission.__table__.c.board_version > bindparam("since"))
+_FIGURES = _figures_statement()
+_FIGURES_OF_TRACK = _FIGURES.where(Submission.__table__.c.track == bindparam("track"))
+_FIGURES_CHANGED = _FIGURES.where(Submission.__table__.c.board_version > bindparam("since"))
 
 
 def load_rows(session: Session, *, track: int | None = None) -> list[Row]:
@@ -54,10 +71,8 @@ def load_rows(session: Session, *, track: int | None = None) -> list[Row]:
         The rows.
     """
     if track is None:
-        result = session.execute(_ROWS)
-    else:
-        result = session.execute(_ROWS_OF_TRACK, {"track": track})
-    return [_row(v) for v in result.tuples()]
+        return _read(session, _ROWS, _FIGURES, {})
+    return _read(session, _ROWS_OF_TRACK, _FIGURES_OF_TRACK, {"track": track})
 
 
 def load_changed_rows(session: Session, *, since: int) -> list[Row]:
@@ -71,24 +86,49 @@ def load_changed_rows(session: Session, *, since: int) -> list[Row]:
     Returns:
         The rows.
     """
-    return [_row(v) for v in session.execute(_ROWS_CHANGED, {"since": since}).tuples()]
+    return _read(session, _ROWS_CHANGED, _FIGURES_CHANGED, {"since": since})
 
 
-def _row(values: tuple[Any, ...]) -> Row:
-    """A ``Row`` of one result tuple.
+def _read(session: Session, rows: Select[Any], figures: Select[Any],
+          parameters: dict[str, Any]) -> list[Row]:  # fmt: skip
+    """The rows of ``rows`` with the board figures ``figures`` reads for them.
 
-    Filled through its ``__dict__`` rather than the frozen dataclass's ``__init__`` (which sets
-    each field through ``object.__setattr__``): a rebuild creates 10,000 of them, and this is
-    about three times faster. ``_NAMES`` is the order of ``Row``'s fields (a test checks it).
+    The figures are read first: a submission changed between the two reads has its new
+    figures and, at worst, its older columns, which its change's board version re-reads.
+    """
+    names = board_figures()
+    by_submission: dict[str, dict[str, Any]] = {}
+    if names:
+        read = session.execute(figures, {**parameters, "names": sorted(names)})
+        for submission_id, name, number, document in read:
+            value = typed_value(name, number, document)
+            by_submission.setdefault(submission_id, {})[name] = (
+                tuple(value) if isinstance(value, list) else value
+            )
+    return [_row(v, by_submission.get(v[0])) for v in session.execute(rows, parameters).tuples()]
+
+
+def board_figures() -> set[str]:
+    """The names of every track's own figures shown on the board (scalars for the tables and
+    exports, documents for the plots)."""
+    return {figure.name for track in TRACKS.values() for figure in track.figures
+            if figure.shown is Shown.BOARD}  # fmt: skip
+
+
+def _row(values: tuple[Any, ...], figures: dict[str, Any] | None) -> Row:
+    """A ``Row`` of one result tuple and its figures.
+
+    Filled through its ``__dict__`` rather than its ``__init__`` (which checks every name and
+    sets each field through ``object.__setattr__``): a rebuild creates 10,000 of them, and this
+    is about three times faster. ``_NAMES`` is the order of ``Row``'s fields (a test checks it).
     """
     row = object.__new__(Row)
-    row.__dict__.update(zip(_NAMES, values, strict=True))
-    clients = values[_CLIENTS]
-    row.__dict__["personal_clients"] = tuple(clients) if clients else None
+    row.__dict__.update(zip(_COLUMNS, values, strict=True))
     row.__dict__["hidden"] = bool(values[_HIDDEN])
+    row.__dict__["figures"] = figures or {}
     return row
 
 
 def load_submission(session: Session, *, submission_id: str) -> Submission | None:
-    """One submission with its team and events (for the detail page), or None."""
+    """One submission with its team, events and figures (for the detail page), or None."""
     return crud.get_submission(session, submission_id=submission_id)

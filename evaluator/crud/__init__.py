@@ -2,7 +2,8 @@
 
 One module per resource: ``teams.py``, ``quota.py``, ``submissions.py`` (reservation and the
 state machine, :func:`transition`), ``leases.py`` (the worker's claim and the reaper's moves),
-``board.py`` (the leaderboard's version), ``copies.py``, ``flags.py``,
+``board.py`` (the leaderboard's version), ``figures.py`` (a submission's track figures),
+``copies.py``, ``flags.py``,
 ``organiser_sessions.py``, ``status_reads.py`` (the status endpoint's one-query reads) and
 ``workers.py`` (the scoring workers' registry and heartbeats, the queue's depth).
 Callers use ``from evaluator import crud`` and ``crud.<name>``: every public name is here.
@@ -10,6 +11,7 @@ Callers use ``from evaluator import crud`` and ``crud.<name>``: every public nam
 
 from evaluator.crud.board import board_changed, board_state, board_version
 from evaluator.crud.copies import find_copy, lock_checkpoint
+from evaluator.crud.figures import figures_of, split_figures, write_figures
 from evaluator.crud.flags import set_flags
 from evaluator.crud.leases import (
     claim,
@@ -61,6 +63,9 @@ from evaluator.crud.workers import (
 )
 
 __all__ = [
+    "figures_of",
+    "split_figures",
+    "write_figures",
     "claim_reproduction",
     "queue_reproduction",
     "record_reproduction",

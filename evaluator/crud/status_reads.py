@@ -1,4 +1,5 @@
-"""The status endpoint's reads: the caller and the submission it may see, in one query each.
+"""The status endpoint's reads: the caller and the submission it may see, in one query each
+(and one for the submission's track figures, when its track has its own).
 
 The statements are built once at import (SQLAlchemy caches their SQL), so a status poll under
 load costs one round trip, or a share of one: the API checks the tokens of the polls that arrived
@@ -14,7 +15,9 @@ from typing import Any
 from sqlalchemy import Boolean, Select, and_, bindparam, cast, literal, null, or_, select, union_all
 from sqlalchemy.orm import Session
 
+from benchmark.tracks import TRACKS
 from evaluator.core.security import hash_token
+from evaluator.crud.figures import figures_of
 from evaluator.schemas import PUBLIC_COLUMNS, SubmissionPublic
 from evaluator.tables import BoardVersion, Submission, SubmissionEvent, Team
 
@@ -154,12 +157,20 @@ def status_polls(
     return callers, changed
 
 
+def _track_figures(session: Session, submission_id: str, track: int) -> dict[str, Any]:
+    """The submission's track figures: a second query, only for a track that has figures."""
+    if track not in TRACKS or not TRACKS[track].figures:
+        return {}
+    return figures_of(session, submission_ids=[submission_id]).get(submission_id, {})
+
+
 def submission_for_token(session: Session, *, token: str, submission_id: str) -> StatusRead | None:
     """The status view of a submission as the holder of ``token`` may see it, in one query.
 
     The caller's team, the board version, the submission (only when it is the caller's or the
     caller organises), its team and its transitions come back in one round trip: one row per
-    transition (one row without any), the submission's columns repeated.
+    transition (one row without any), the submission's columns repeated; the figures of a
+    track that has its own come in a second.
 
     Args:
         session: open session.
@@ -187,6 +198,7 @@ def submission_for_token(session: Session, *, token: str, submission_id: str) ->
         if r["event_to"] is not None
     ]
     view = SubmissionPublic.from_values(
-        first, team=first["owner_name"], events=transitions, full_precision=caller.is_organiser
-    )
+        first, team=first["owner_name"], events=transitions, full_precision=caller.is_organiser,
+        figures=_track_figures(session, first["id"], first["track"]),
+    )  # fmt: skip
     return StatusRead(caller, first["owner_id"], view, int(first["changed_version"] or 0))

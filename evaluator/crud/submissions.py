@@ -14,6 +14,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session, joinedload, selectinload
 
 from evaluator.crud.board import board_changed
+from evaluator.crud.figures import split_figures, write_figures
 from evaluator.crud.quota import QuotaExceeded, used_quota
 from evaluator.crud.teams import lock_team
 from evaluator.tables import TERMINAL, Status, Submission, SubmissionEvent, utcnow
@@ -126,7 +127,8 @@ def transition(
             state is rejected or failed).
         worker: the worker making the change, recorded in the event.
         lease_owner: when given, the update only applies while this worker holds the lease.
-        values: further columns to set in the same update.
+        values: further columns to set in the same update, and track figures
+            (``benchmark.tracks.Track.figures``, written to ``submission_figures``).
 
     Returns:
         Whether the submission was in an expected state (and is now in ``to_status``).
@@ -143,7 +145,8 @@ def transition(
     if to_status != Status.SCORING:
         columns["lease_owner"] = None
         columns["lease_expires_at"] = None
-    columns.update(values or {})
+    own_columns, figures = split_figures(values or {})
+    columns.update(own_columns)
     statement = update(Submission).where(
         Submission.id == submission_id, Submission.status.in_([s.value for s in expected])
     )
@@ -154,6 +157,7 @@ def transition(
     )
     if result.rowcount != 1:
         return False
+    write_figures(session, submission_id=submission_id, values=figures)
     previous = expected[0].value if len(expected) == 1 else None
     session.add(
         SubmissionEvent(
@@ -191,10 +195,11 @@ def request_rescore(
 
 
 def get_submission(session: Session, *, submission_id: str) -> Submission | None:
-    """A submission with its team and events loaded, or None."""
+    """A submission with its team, events and track figures loaded, or None."""
     return session.scalar(
         select(Submission)
-        .options(joinedload(Submission.team), selectinload(Submission.events))
+        .options(joinedload(Submission.team), selectinload(Submission.events),
+                 selectinload(Submission.figure_rows))  # fmt: skip
         .where(Submission.id == submission_id)
     )
 
@@ -204,8 +209,9 @@ def list_submissions(
 ) -> list[Submission]:
     """Submissions of one team (or all, for ``team_id=None``), newest first."""
     statement = select(Submission).options(
-        selectinload(Submission.team), selectinload(Submission.events)
-    )
+        selectinload(Submission.team), selectinload(Submission.events),
+        selectinload(Submission.figure_rows),
+    )  # fmt: skip
     if team_id is not None:
         statement = statement.where(Submission.team_id == team_id)
     statement = statement.order_by(Submission.created_at.desc()).limit(limit).offset(offset)

@@ -16,13 +16,13 @@ checks and scores of a stored submission (``ScoringSteps``); ``reaper.py`` crash
 from evaluator.worker.loop import run_worker
 from evaluator.worker.reaper import Reaper, reap
 from evaluator.worker.runner import JobRunner, worker_name
-from evaluator.worker.steps import ScoringSteps, personal_columns
+from evaluator.worker.steps import ScoringSteps, computed_figures
 
 __all__ = [
     "JobRunner",
     "Reaper",
     "ScoringSteps",
-    "personal_columns",
+    "computed_figures",
     "reap",
     "run_worker",
     "worker_name",

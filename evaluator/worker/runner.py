@@ -29,7 +29,7 @@ from evaluator.tables import Status, Submission
 from evaluator.validation import InvalidSubmission
 from evaluator.validation.track_parts import check_track_parts
 from evaluator.worker.liveness import WorkerPresence
-from evaluator.worker.steps import ScoringSteps, personal_columns
+from evaluator.worker.steps import ScoringSteps, computed_figures
 
 logger = logging.getLogger("evaluator.worker")
 
@@ -263,8 +263,7 @@ class JobRunner:
         if "personal" in track.parts:
             personal = steps.personalisations(directory, check_values=False)
         scores = self.scorer.score(model_path, personal)
-        if scores.personal is not None:
-            values.update(personal_columns(scores.personal))
+        values.update(computed_figures(track, scores))
         values.update(
             anls=scores.anls,
             accuracy=scores.accuracy,

@@ -216,19 +216,8 @@ class ScoringSteps:
         return columns
 
 
-def personal_columns(result: Any) -> dict[str, Any]:
-    """The result columns of track 3's figures (a ``PersonalisedResult``)."""
-    return {
-        "personal_anls": result.personal_anls,
-        "personal_anls_std": result.personal_anls_std,
-        "personal_worst_client": result.worst_client,
-        "personal_worst_anls": result.worst_anls,
-        "global_personal_anls": result.global_personal_anls,
-        "global_unseen_anls": result.unseen_anls,
-        "n_personal": result.n,
-        "personal_clients": [
-            {"client": c.client, "n": c.n, "personal_anls": c.personal_anls,
-             "global_anls": c.global_anls, "personalised": c.personalised}
-            for c in result.clients
-        ],
-    }  # fmt: skip
+def computed_figures(track: Track, scores: Any) -> dict[str, Any]:
+    """The track's own figures that the worker computes from its test scores (each
+    ``Figure.compute``; a figure a part's scoring step returns is that step's)."""
+    return {figure.name: figure.computed(scores) for figure in track.figures
+            if figure.compute is not None}  # fmt: skip

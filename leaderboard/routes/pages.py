@@ -65,6 +65,8 @@ def submission_page(request: Request, submission_id: str, session: SessionDep) -
         raise HTTPException(status.HTTP_404_NOT_FOUND, "no such submission")
     context = {
         "s": row,
+        "track": TRACKS.get(row.track),
+        "figures": row.figures,
         "public": organiser is None,
         "rounds_shown": (row.per_round or [])[:MAX_ROUNDS_SHOWN],
         "covers": VERIFICATION_COVERS,

@@ -12,5 +12,6 @@ PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
 templates = Jinja2Templates(directory=str(PACKAGE_DIR / "templates"))
 templates.env.filters.update(
-    bytes=formatting.human_bytes, score=formatting.score, when=formatting.when
-)
+    bytes=formatting.human_bytes, score=formatting.score, when=formatting.when,
+    figure=lambda value, figure: formatting.figure_value(figure, value),
+)  # fmt: skip

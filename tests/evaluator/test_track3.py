@@ -16,7 +16,7 @@ from sqlalchemy import select
 from evaluator.client import SubmitError, run_files, submit
 from evaluator.core.db import session_scope
 from evaluator.queue import TaskQueue
-from evaluator.tables import Submission
+from evaluator.tables import SubmissionFigure
 from evaluator.validation.personal import declared_frozen
 from evaluator.worker import JobRunner
 from tests.evaluator.conftest import LiveServer
@@ -175,7 +175,8 @@ def test_track3_is_scored_as_computed_by_hand(
     assert "declared-frozen" not in page  # the flag is for the team and the organisers
     assert plot.status_code == 200 and plot.content.startswith(b"\x89PNG")
     with session_scope(scoring.db_url) as session:
-        stored_clients = session.scalar(select(Submission.personal_clients))
+        stored_clients = session.scalar(select(SubmissionFigure.document).where(
+            SubmissionFigure.figure == "personal_clients"))
     assert [c["client"] for c in stored_clients] == [0, 1]
     assert all(secret_answer(i) not in json.dumps(organiser) for i in range(QUESTIONS))
 
