@@ -39,3 +39,32 @@ def test_every_part_has_a_size_limit_setting() -> None:
 def test_a_track_with_a_part_the_contract_lacks_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown parts"):
         Track(number=9, name="x", ranking="anls", parts=("model", "notes"))
+
+
+def test_every_figure_is_where_its_declaration_says() -> None:
+    from benchmark.result_figures import SHARED_FIGURES, Shown
+    from benchmark.tracks import track_figures
+
+    rows = {f.name for f in dataclasses.fields(Row)}
+    for figure in SHARED_FIGURES:  # a column of every submission, in the API
+        assert figure.name in Submission.__table__.c, figure.name
+        assert figure.name in ResultsPublic.model_fields, figure.name
+        assert (figure.name in rows) == (figure.shown is Shown.BOARD), figure.name
+    for figure in track_figures().values():  # stored by name, in the API, never a column
+        assert figure.name not in Submission.__table__.c, figure.name
+        assert figure.name in ResultsPublic.model_fields, figure.name
+        assert figure.name not in rows, figure.name
+
+
+def test_a_figure_declares_only_what_its_kind_allows() -> None:
+    from benchmark.result_figures import Figure
+
+    for bad, message in [({"name": "two words"}, "Python identifier"),
+                         ({"name": "x", "kind": "list"}, "not one of"),
+                         ({"name": "x", "kind": "int", "decimals": 4}, "only float and json"),
+                         ({"name": "x", "rounded_keys": ("a",)}, "for json figures"),
+                         ({"name": "x", "kind": "json", "better": "higher"}, "only a number")]:
+        with pytest.raises(ValueError, match=message):
+            Figure(**bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="are shared figures already"):
+        Track(number=9, name="x", ranking="anls", parts=("model",), figures=(Figure("anls"),))
