@@ -5,9 +5,10 @@ Keys (docs/design.md): ``epsilon``, ``delta``, ``noise_multiplier``, ``clipping_
 ``sampling`` ("poisson" | "fixed"), ``analysis`` ("competition" | "strict"), ``unit``
 ("provider"). Every error is a ``DeclarationError`` that names the offending field.
 
-Reading the file is not done here: the accountant imports nothing else of the kit, and untrusted
-JSON is read by the benchmark's one strict reader (``benchmark.strict_json``), from
-``baselines.privacy.declaration_file`` (``pflkit dp verify``) or ``evaluator.validation.privacy``.
+Reading the file is not done here: the accountant imports nothing else of the kit, and the file
+has one reader and one writer, ``benchmark.privacy_file`` (the benchmark's strict JSON reader,
+then this validation), used by ``baselines.privacy.declaration_file`` (``pflkit dp verify``) and
+``evaluator.validation.privacy``.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from baselines.run_directory import RunDirectory, atomic_write_json, replace_dir
 from baselines.strategies.fedavgm import FedAvgM
 from benchmark.model.checkpoint import disk_state_dict
 from benchmark.model.personalisation import personalisation_delta, write_personalisations
+from benchmark.privacy_file import write_privacy_file
 from benchmark.submission_contract import (
     CHECKPOINT_DIR,
     PERSONAL_DIR,
@@ -70,7 +71,7 @@ def write_submission(
         raise
     declaration = method.privacy_declaration()
     if declaration is not None:
-        atomic_write_json(run_dir.path / PRIVACY_FILE, declaration)
+        write_privacy_file(run_dir.path / PRIVACY_FILE, declaration)
     personal = None
     if personal_model is not None:
         personal = write_personal(run_dir, method, exported, personal_model, num_clients)

@@ -7,7 +7,7 @@ silently replacing the first) and ``NaN``. :func:`parse_json_object` checks all 
 a single error path: every refusal is a :class:`JsonRefused` whose message says what is wrong
 and whose :class:`Reason` says which check refused it. Callers either pass the message on with
 their own prefix (the evaluator names the upload's part, the model loaders the file) or word the
-reason themselves (the privacy declaration reader of ``baselines.privacy.declaration_file``).
+reason themselves (the privacy declaration's reader, ``benchmark.privacy_file``).
 """
 
 from __future__ import annotations

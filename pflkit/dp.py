@@ -1,7 +1,7 @@
 """``pflkit dp``: the accountant's commands and ``verify``, which checks a privacy.json claim.
 
-``verify`` reads an untrusted file, so it reads it with the benchmark's one strict JSON reader
-(through :mod:`baselines.privacy.declaration_file`); the accountant imports nothing else of the
+``verify`` reads an untrusted file, so it reads it with the kit's one privacy.json reader,
+``benchmark.privacy_file`` (through :mod:`baselines.privacy.declaration_file`); the accountant imports nothing else of the
 kit, so the command lives here, above both, and joins the accountant's ``epsilon`` and ``noise``.
 """
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from accountant.declaration import FIELDS as DECLARATION_FIELDS
@@ -236,20 +235,3 @@ def make_plan(
         sample_rate=rate,
         provider_rate=m / fewest_providers,
     )
-
-
-def write_declaration(path: str | Path, plan: PrivacyPlan) -> Path:
-    """Write ``privacy.json`` atomically (temporary file in the same directory, then replace).
-
-    Args:
-        path: the destination file.
-        plan: the run's plan.
-
-    Returns:
-        The path written.
-    """
-    from baselines.run_directory import atomic_write_json
-
-    path = Path(path)
-    atomic_write_json(path, plan.declaration())
-    return path

@@ -1,9 +1,8 @@
 """The track-2 privacy declaration (``privacy.json``): safe loading, verification, cross-check.
 
-The file is parsed within explicit limits (``benchmark.strict_json``, the kit's one strict reader:
-size, depth, number length, key count; duplicate keys and NaN refused) and its fields validated
-by the accountant (``accountant.declaration``: every key of docs/design.md required); this module
-turns errors into rejections, runs ``accountant.verify`` and cross-checks the declaration
+The file is read by the kit's one privacy.json reader (``benchmark.privacy_file``: the strict
+JSON reader's limits, then the accountant's validation of every key of docs/design.md); this
+module turns its refusals into rejections, runs ``accountant.verify`` and cross-checks the declaration
 against the communication log actually uploaded (rounds and clients per round), since a claim
 about a different run than the one logged proves nothing.
 """
@@ -16,6 +15,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from benchmark.privacy_file import PrivacyFileError, read_privacy_file
 from evaluator.federation import Federation
 from evaluator.validation.commlog import CommunicationTally
 from evaluator.validation.errors import InvalidSubmission
@@ -27,7 +27,8 @@ PART = "privacy"
 
 
 def load_declaration(path: Path, *, max_bytes: int) -> Any:
-    """Read and validate a privacy declaration with the accountant's parser.
+    """Read and validate a privacy declaration: the kit's one reader
+    (``benchmark.privacy_file``) with the accountant's validation.
 
     Args:
         path: the uploaded ``privacy.json``.
@@ -37,14 +38,13 @@ def load_declaration(path: Path, *, max_bytes: int) -> Any:
         The accountant's ``PrivacyDeclaration``.
 
     Raises:
-        InvalidSubmission: naming the missing or invalid field.
+        InvalidSubmission: naming the missing or invalid field, or what is wrong with the file.
     """
-    from accountant.declaration import DeclarationError, parse_declaration
+    from accountant.declaration import parse_declaration
 
-    data = load_json_object(path, part=PART, max_bytes=max_bytes)
     try:
-        return parse_declaration(data)
-    except DeclarationError as exc:
+        return read_privacy_file(path, validate=parse_declaration, max_bytes=max_bytes)
+    except PrivacyFileError as exc:
         raise InvalidSubmission(PART, str(exc)) from None
 
 

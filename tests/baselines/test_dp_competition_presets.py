@@ -9,7 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from baselines.presets import DP_COMPETITION_PRESETS, DP_PRESETS, all_presets, preset_config
-from baselines.privacy.plan import make_plan, write_declaration
+from baselines.privacy.plan import make_plan
+from benchmark.privacy_file import write_privacy_file
 from pflkit.dp import verify_command
 
 #: the fewest providers at a client of the ``dp`` scale and of PFL-DocVQA (client 0).
@@ -48,7 +49,7 @@ def test_noise_calibrated_to_the_budget_verifies(
         fewest_providers=FEWEST_PROVIDERS,
     )
     assert plan.providers_per_round == providers and plan.sample_rate == pytest.approx(rate)
-    path = write_declaration(tmp_path / "privacy.json", plan)
+    path = write_privacy_file(tmp_path / "privacy.json", plan.declaration())
     result = CliRunner().invoke(verify_command, [str(path), "--json"])  # pflkit dp verify
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)

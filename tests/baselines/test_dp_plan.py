@@ -18,8 +18,8 @@ from baselines.privacy.plan import (
     default_providers_per_round,
     make_plan,
     min_providers,
-    write_declaration,
 )
+from benchmark.privacy_file import write_privacy_file
 
 FEDERATION = {"rounds": 5, "clients": 10, "clients_per_round": 2, "fewest_providers": 400}
 #: the competition's published noise multipliers (5 rounds, q = 0.025); 1 and 8 overshoot.
@@ -47,7 +47,7 @@ def test_calibrated_noise_meets_the_target_and_the_declaration_verifies(
     assert spent <= epsilon < below  # the smallest sigma on the 1e-4 grid
     # where the published sigma overshoots (epsilon 1 and 8), calibration needs more noise
     assert (plan.noise_multiplier > PUBLISHED[epsilon]) == (epsilon != 4.0)
-    path = write_declaration(tmp_path / "privacy.json", plan)
+    path = write_privacy_file(tmp_path / "privacy.json", plan.declaration())
     data = json.loads(path.read_text())
     assert set(data) == set(FIELDS) and data["unit"] == "provider"
     assert data["noise_multiplier"] == plan.noise_multiplier and data["epsilon"] == epsilon
