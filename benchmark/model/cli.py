@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import click
 
@@ -36,26 +37,36 @@ def model() -> None:
     show_default=True,
     help="Box scaling the checkpoint was trained with (the public code: 1, no rescaling).",
 )
-def convert(source: str, target: str, visual_dir: str | None, box_scale: float) -> None:
-    """Turn a public VT5 checkpoint directory SOURCE (e.g. rubentito/vt5-base-spdocvqa) into a
-    kit checkpoint directory TARGET.
+@click.option("--family", default=DEFAULT_FAMILY, show_default=True,
+              type=click.Choice(sorted(FAMILIES)),
+              help="The family of SOURCE: vt5 (the public VT5 code's layout) or another family "
+              "in its hub layout (e.g. pix2struct: google/pix2struct-docvqa-base).")
+def convert(source: str, target: str, visual_dir: str | None, box_scale: float,
+            family: str) -> None:  # fmt: skip
+    """Turn a public checkpoint directory SOURCE into a kit checkpoint directory TARGET.
 
-    SOURCE holds the T5 config.json, pytorch_model.bin (read with torch.load(weights_only=True):
-    only for the organisers' own trusted files) or model.safetensors, and spiece.model. The
-    settings of the public pipeline (lower-cased words, bilinear page resize, 19 answer tokens,
-    box scale 1) are recorded in TARGET's config.json.
+    VT5 (e.g. rubentito/vt5-base-spdocvqa): SOURCE holds the T5 config.json,
+    pytorch_model.bin (read with torch.load(weights_only=True): only for the organisers' own
+    trusted files) or model.safetensors, and spiece.model. The settings of the public pipeline
+    (lower-cased words, bilinear page resize, 19 answer tokens, box scale 1) are recorded in
+    TARGET's config.json. Another family: SOURCE is its hub layout (what save_pretrained
+    writes), its input settings recorded in TARGET's config.json.
     """
     from benchmark.model.checkpoint_validation import CheckpointError
     from benchmark.model.conversion import convert_public_checkpoint
+    from benchmark.model.families import family_named
 
     try:
-        report = convert_public_checkpoint(
-            source, target, visual_dir=visual_dir, box_scale=box_scale
-        )
-    except (CheckpointError, FileExistsError) as error:
+        if family == DEFAULT_FAMILY:
+            lines = convert_public_checkpoint(
+                source, target, visual_dir=visual_dir, box_scale=box_scale
+            ).lines()
+        else:
+            lines = family_named(family).convert_hub(Path(source), Path(target))
+    except (CheckpointError, FileExistsError, NotImplementedError) as error:
         raise click.ClickException(str(error)) from error
     click.echo(f"converted {source} -> {target}")
-    for line in report.lines():
+    for line in lines:
         click.echo(f"  {line}")
 
 

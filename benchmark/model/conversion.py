@@ -160,7 +160,7 @@ def convert_public_checkpoint(
             f"{source / CONFIG_NAME}: model_type is {raw.get('model_type')!r}; the public VT5 "
             "code saves a T5 config (model_type 't5')"
         )
-    state_dict, weights_file = _read_public_weights(source)
+    state_dict, weights_file = read_public_weights(source)
     visual_keys = {
         name.removeprefix(VISUAL_PREFIX): tuple(tensor.shape)
         for name, tensor in state_dict.items() if name.startswith(VISUAL_PREFIX)
@@ -185,7 +185,7 @@ def convert_public_checkpoint(
             if tensor.is_floating_point() and tensor.dtype != torch.float32]
     state_dict = {name: tensor.float() if name in cast else tensor.contiguous()
                   for name, tensor in state_dict.items()}
-    _write_atomically(source, target, config, state_dict)
+    write_converted_checkpoint(source, target, config, state_dict)
     return ConversionReport(
         config=config, weights_file=weights_file, tensors=len(state_dict), tied_names=tied,
         lm_head=lm_head, cast_to_float32=cast, visual_source=visual_source, image_source=image_source,
@@ -199,7 +199,7 @@ def _read_json(path: Path) -> dict[str, Any]:
     return read_checkpoint_json(path, max_bytes=_MAX_JSON_BYTES)
 
 
-def _read_public_weights(source: Path) -> tuple[dict[str, torch.Tensor], str]:
+def read_public_weights(source: Path) -> tuple[dict[str, torch.Tensor], str]:
     """The state dict of `model.safetensors` or (trusted) `pytorch_model.bin`."""
     if (source / WEIGHTS_NAME).is_file():
         from safetensors.torch import load_file
@@ -406,10 +406,11 @@ def _image_settings(
     return settings, str(path)
 
 
-def _write_atomically(
-    source: Path, target: Path, config: VT5Config, state_dict: dict[str, torch.Tensor]
+def write_converted_checkpoint(
+    source: Path, target: Path, config: Any, state_dict: dict[str, torch.Tensor]
 ) -> None:
-    """Config, safetensors weights and tokenizer into `target`, complete or not at all."""
+    """Config (of any family), safetensors weights and `source`'s tokenizer into `target`,
+    checked by the family's own validation, complete or not at all."""
     from safetensors.torch import save_file
 
     staging = target.with_name(f".{target.name}.converting")

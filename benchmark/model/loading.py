@@ -16,6 +16,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from benchmark.model.checkpoint import read_checkpoint_config, validate_checkpoint_dir
 from benchmark.model.families import DocumentProcessor, family_named
 from benchmark.shipped import BASE_MODEL_DIR
@@ -69,7 +71,9 @@ def load_model(path_or_base: str | Path, *, check_values: bool = True) -> Any:
     directory = resolve_checkpoint(path_or_base)
     config = validate_checkpoint_dir(directory, check_values=check_values)
     model_class = family_named(config.model_type).model_class()
-    model = model_class.from_pretrained(str(directory), config=config, local_files_only=True)
+    model = model_class.from_pretrained(
+        str(directory), config=config, local_files_only=True, dtype=torch.float32
+    )
     return model.eval()
 
 

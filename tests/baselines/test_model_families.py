@@ -276,3 +276,40 @@ def test_a_fourth_family_in_one_file_trains_and_is_evaluated(
     val = load_split(tiny_benchmark, "val").select(range(4))
     result = evaluate(model, load_processor(run / "checkpoint"), val, batch_size=2, progress=False)
     assert len(result.predictions) == 4
+
+
+def test_a_hub_layout_pix2struct_converts_and_answers_the_same(
+    pix2struct_base: Path, tiny_benchmark: Path, tmp_path: Path
+) -> None:
+    from transformers import Pix2StructConfig, Pix2StructForConditionalGeneration
+
+    from pflkit.cli import main
+
+    kit = load_model(pix2struct_base)
+    hub = tmp_path / "hub"
+    raw = {k: v for k, v in kit.config.to_dict().items()
+           if k not in ("max_patches", "max_answer_tokens")}  # fmt: skip
+    hub_model = Pix2StructForConditionalGeneration(Pix2StructConfig.from_dict(raw))
+    hub_model.load_state_dict(kit.state_dict())
+    hub_model.half().save_pretrained(str(hub))  # the hub's weights need not be fp32
+    (hub / "preprocessor_config.json").write_text(json.dumps({"max_patches": 256, "is_vqa": True}))
+    for name in ("spiece.model", "tokenizer.json", "tokenizer_config.json"):
+        (hub / name).write_bytes((pix2struct_base / name).read_bytes())
+    result = CliRunner().invoke(main, ["model", "convert", str(hub), str(tmp_path / "kit"),
+                                       "--family", "pix2struct"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "max_patches: 256 (preprocessor_config.json)" in result.output
+    assert "cast to float32" in result.output
+    converted = load_model(tmp_path / "kit")
+    val = load_split(tiny_benchmark, "val").select(range(3))
+    ours = evaluate(converted, load_processor(tmp_path / "kit"), val, progress=False)
+    theirs = evaluate(kit.half().float(), load_processor(pix2struct_base), val, progress=False)
+    assert [p.prediction for p in ours.predictions] == [p.prediction for p in theirs.predictions]
+    again = CliRunner().invoke(main, ["model", "convert", str(hub), str(tmp_path / "kit"),
+                                      "--family", "pix2struct"])  # fmt: skip
+    assert again.exit_code == 1 and "already exists" in again.output
+    (hub / "config.json").write_text(json.dumps({**raw, "model_type": "donut"}))
+    wrong = CliRunner().invoke(main, ["model", "convert", str(hub), str(tmp_path / "other"),
+                                      "--family", "pix2struct"])  # fmt: skip
+    assert wrong.exit_code == 1 and "model_type is 'donut', not 'pix2struct'" in wrong.output
+    assert not (tmp_path / "other").exists()

@@ -118,6 +118,12 @@ class ModelFamily:
         raise NotImplementedError
 
     @classmethod
+    def convert_hub(cls, source: Path, target: Path) -> list[str]:
+        """Write a kit checkpoint directory of the family's public checkpoint in its hub layout
+        (``pflkit model convert --family``); returns what was done, one line each."""
+        raise NotImplementedError(f"the {cls.title} family has no converter of a hub checkpoint")
+
+    @classmethod
     def enable_gradient_checkpointing(cls, model: Any) -> None:
         """Recompute activations in the backward pass (transformers' own switch by default)."""
         model.gradient_checkpointing_enable()

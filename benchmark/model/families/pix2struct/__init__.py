@@ -93,3 +93,10 @@ class Pix2Struct(ModelFamily):
         model = cls.model_class()(config).eval()
         processor = Pix2StructProcessor.from_config(tokenizer, config)
         return model, processor.with_spiece_model(tokenizer_dir)
+
+    @classmethod
+    def convert_hub(cls, source: Path, target: Path) -> list[str]:
+        """:func:`~benchmark.model.families.pix2struct.conversion.convert_hub_checkpoint`."""
+        from benchmark.model.families.pix2struct.conversion import convert_hub_checkpoint
+
+        return convert_hub_checkpoint(source, target)
