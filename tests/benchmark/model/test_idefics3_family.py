@@ -29,7 +29,7 @@ from benchmark.evaluation import evaluate
 from benchmark.model import load_model, load_processor, read_checkpoint_config
 from benchmark.model.checkpoint import validate_checkpoint_dir
 from benchmark.model.checkpoint_validation import CheckpointError
-from benchmark.model.families import FAMILIES, family_named
+from benchmark.model.families import FAMILIES, DocumentProcessor, family_named
 from benchmark.model.families.idefics3 import Idefics3
 from benchmark.model.families.idefics3.processing import (
     END_OF_UTTERANCE,
@@ -64,16 +64,19 @@ def test_a_tiny_checkpoint_round_trips_and_a_wrong_one_is_refused(
     smolvlm_base: Path, tmp_path: Path
 ) -> None:
     config = validate_checkpoint_dir(smolvlm_base)
-    assert (config.model_type, config.image_longest_edge, config.max_answer_tokens) == ("idefics3", 128, 20)
+    settings = (config.model_type, config.image_longest_edge, config.max_answer_tokens)
+    assert settings == ("idefics3", 128, 20)
     model, processor = load_model(smolvlm_base), load_processor(smolvlm_base)
-    assert type(model).__name__ == "Idefics3ForDocumentVQA" and model.config.model_type == "idefics3"
+    assert isinstance(processor, DocumentProcessor)
+    assert type(model).__name__ == "Idefics3ForDocumentVQA"
     assert len(processor.tokenizer) == config.text_config.vocab_size
     assert processor.tokenizer.convert_tokens_to_ids(IMAGE_TOKEN) == config.image_token_id
     assert (processor.tile_size, processor.image_seq_len) == (64, 16)
     copy = save_checkpoint(model, processor, tmp_path / "copy")
     again, again_processor = load_model(copy), load_processor(copy)
-    for (name, tensor), (_, other) in zip(model.state_dict().items(), again.state_dict().items(), strict=True):
-        assert torch.equal(tensor, other), name
+    reloaded = again.state_dict()
+    for name, tensor in model.state_dict().items():
+        assert torch.equal(tensor, reloaded[name]), name
     assert again_processor.tokenizer.get_vocab() == processor.tokenizer.get_vocab()
 
     broken = tmp_path / "broken"
@@ -144,9 +147,40 @@ def test_the_prompt_holds_one_image_token_per_visual_token_and_labels_train_the_
     for row in range(len(rows)):
         length = int(prompts["attention_mask"][row].sum())
         assert not prompts["attention_mask"][row, : width - length].any()  # padded on the left
-    encoded = processor.encode_dataset(load_split(tiny_benchmark, "train", client=0).select(range(4)))
+    # what batches are grouped by is the prompt's length
+    first_four = load_split(tiny_benchmark, "train", client=0).select(range(4))
+    encoded = processor.encode_dataset(first_four)
     lengths = processor.collate(_rows(tiny_benchmark, 4))["attention_mask"].sum(dim=1).tolist()
-    assert list(encoded["n_tokens"]) == lengths  # what batches are grouped by is the prompt's length
+    assert list(encoded["n_tokens"]) == lengths
+
+
+def test_the_pixels_are_the_public_processor_s_and_a_page_is_cut_once(
+    smolvlm_base: Path, tiny_benchmark: Path, tmp_path: Path
+) -> None:
+    from PIL import Image
+    from transformers.models.idefics3.image_processing_pil_idefics3 import (
+        Idefics3ImageProcessorPil,
+    )
+
+    processor = load_processor(smolvlm_base)
+    rows = _rows(tiny_benchmark, 3)
+    strip = tmp_path / "strip.png"  # a wide strip: 1 x 2 tiles + the global view
+    with Image.open(rows[0]["image_path"]) as page:
+        page.crop((0, 0, 600, 100)).save(strip)
+    rows[1]["image_path"] = str(strip)
+    batch = processor.collate(rows)
+    public = Idefics3ImageProcessorPil(size={"longest_edge": 128},
+                                       max_image_size={"longest_edge": 64},
+                                       image_mean=[0.5] * 3, image_std=[0.5] * 3)  # fmt: skip
+    expected = public(images=[[Image.open(row["image_path"]).convert("RGB")] for row in rows],
+                      return_tensors="pt")  # fmt: skip
+    assert batch["pixel_values"].shape == (3, 5, 3, 64, 64)
+    assert torch.equal(batch["pixel_values"], expected["pixel_values"])
+    assert torch.equal(batch["pixel_attention_mask"], expected["pixel_attention_mask"].bool())
+    images = (batch["input_ids"] == processor.image_token_id).sum(dim=1).tolist()
+    assert images == [5 * 16, 3 * 16, 5 * 16]
+    kept = processor.page_tiles(rows[0]["image_path"])
+    assert processor.page_tiles(rows[0]["image_path"]) is kept
 
 
 def test_an_answer_does_not_depend_on_its_batch(smolvlm_base: Path, tiny_benchmark: Path) -> None:
@@ -161,7 +195,9 @@ def test_an_answer_does_not_depend_on_its_batch(smolvlm_base: Path, tiny_benchma
         assert together[row].tolist() == ids[0].tolist()
 
 
-def test_a_training_step_is_quick_and_lowers_the_loss(smolvlm_base: Path, tiny_benchmark: Path) -> None:
+def test_a_training_step_is_quick_and_lowers_the_loss(
+    smolvlm_base: Path, tiny_benchmark: Path
+) -> None:
     processor = load_processor(smolvlm_base)
     batch = processor.collate(_rows(tiny_benchmark, 4), with_labels=True)
     torch.manual_seed(0)
@@ -203,7 +239,8 @@ def test_vt5_named_options_are_read_in_idefics3_s_modules(smolvlm_base: Path) ->
 
     lora = LoRA(targets=PRESETS["lora-nf4"]["lora_targets"])
     peft_model = lora.prepare(model, seed=0)
-    assert lora.targets == ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    assert lora.targets == ("q_proj", "k_proj", "v_proj", "o_proj",
+                            "gate_proj", "up_proj", "down_proj")  # fmt: skip
     assert (lora.scope, lora.fully_trained) == ("model.text_model", ("model.connector.",))
     trained = [n for n, p in peft_model.named_parameters() if p.requires_grad]
     adapters = [n for n in trained if "lora_" in n]

@@ -3,10 +3,10 @@ vision-language model reading the page as tiles.
 
 A SigLIP-like vision encoder reads each tile of the page, a connector (pixel shuffle + one linear
 layer) turns its patches into a few tokens, and a Llama decoder reads them with the question in a
-chat prompt and continues with the answer (:mod:`.processing`). ``HuggingFaceTB/SmolVLM-256M-Instruct``
-and ``SmolVLM-500M-Instruct`` are this architecture (transformers' ``Idefics3ForConditionalGeneration``,
-no remote code); the kit's model is a subclass whose ``generate`` returns the answer alone
-(:mod:`.modeling`).
+chat prompt and continues with the answer (:mod:`.processing`).
+``HuggingFaceTB/SmolVLM-256M-Instruct`` and ``SmolVLM-500M-Instruct`` are this architecture
+(transformers' ``Idefics3ForConditionalGeneration``, no remote code); the kit's model is a
+subclass whose ``generate`` returns the answer alone (:mod:`.modeling`).
 
 The ``base`` shape is SmolVLM-256M-Instruct's, written here from the numbers of its public
 ``config.json`` and ``preprocessor_config.json`` (nothing was downloaded): SmolLM2-135M's Llama
@@ -16,9 +16,9 @@ token rows, ``lm_head`` untied), a SigLIP-base vision encoder (768 wide, 12 laye
 2,048-pixel longest edge. Counted on the meta device with the kit's tokenizer, it has
 256,484,928 parameters (86,433,024 in the vision encoder, 7,077,888 in the connector,
 134,588,736 in the decoder with its embedding, 28,385,280 in ``lm_head``), as the public
-checkpoint's name says.
-Its token ids are the kit's tokenizer's (4,041 of the 49,280 rows are used), not SmolVLM's: the
-public weights come through ``pflkit model convert`` with their own tokenizer.
+checkpoint's name says. Its token ids are the kit's T5 tokenizer's with the template's tokens
+(4,041 of the 49,280 rows are used), not SmolVLM's: the public weights read SmolVLM's own
+byte-level BPE tokenizer, which :func:`benchmark.model.tokenizer.load_tokenizer` does not read.
 
 The ``tiny`` shape (:data:`TINY_TEXT`, :data:`TINY_VISION`: 2 + 2 layers, 64 wide, 64-pixel
 tiles of 8-pixel patches, a 128-pixel page: 2 x 2 tiles + the global view, 16 tokens each) has
@@ -137,6 +137,7 @@ class Idefics3(ModelFamily):
         from transformers import Idefics3Config
 
         from benchmark.model.families.idefics3.processing import (
+            END_OF_UTTERANCE,
             IMAGE_TOKEN,
             Idefics3DocumentProcessor,
             with_chat_tokens,
@@ -144,18 +145,20 @@ class Idefics3(ModelFamily):
         from benchmark.model.tokenizer import load_tokenizer
 
         if shape not in cls.shapes:
-            raise ValueError(f"unknown {cls.title} shape {shape!r}; choose one of {', '.join(cls.shapes)}")
+            raise ValueError(f"unknown {cls.title} shape {shape!r}; choose one of "
+                             f"{', '.join(cls.shapes)}")  # fmt: skip
         tokenizer = with_chat_tokens(load_tokenizer(tokenizer_dir))
         if shape == "base":
             text = {**BASE_TEXT, "vocab_size": max(BASE_VOCAB_ROWS, len(tokenizer))}
-            vision, scale_factor, longest_edge = dict(BASE_VISION), BASE_SCALE_FACTOR, BASE_LONGEST_EDGE
+            vision, scale_factor, longest_edge = BASE_VISION, BASE_SCALE_FACTOR, BASE_LONGEST_EDGE
         else:
             text = {**TINY_TEXT, "vocab_size": len(tokenizer)}
-            vision, scale_factor, longest_edge = dict(TINY_VISION), TINY_SCALE_FACTOR, TINY_LONGEST_EDGE
-        end_of_answer = tokenizer.convert_tokens_to_ids("<end_of_utterance>")
-        text.update(pad_token_id=tokenizer.pad_token_id, eos_token_id=end_of_answer, bos_token_id=None)
+            vision, scale_factor, longest_edge = TINY_VISION, TINY_SCALE_FACTOR, TINY_LONGEST_EDGE
+        # the answer ends with the template's end of turn; T5 has no beginning-of-sequence token
+        text.update(pad_token_id=tokenizer.pad_token_id, bos_token_id=None,
+                    eos_token_id=tokenizer.convert_tokens_to_ids(END_OF_UTTERANCE))  # fmt: skip
         config = Idefics3Config(
-            text_config=text, vision_config=vision, scale_factor=scale_factor,
+            text_config=text, vision_config=dict(vision), scale_factor=scale_factor,
             image_token_id=tokenizer.convert_tokens_to_ids(IMAGE_TOKEN),
             pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=False,
             image_longest_edge=longest_edge, max_answer_tokens=MAX_ANSWER_TOKENS,

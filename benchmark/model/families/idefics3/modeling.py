@@ -58,7 +58,7 @@ class Idefics3ForDocumentVQA(Idefics3ForConditionalGeneration):
         kwargs.setdefault("pad_token_id", text.pad_token_id)
         kwargs.setdefault("do_sample", False)
         if max_new_tokens is None:
-            max_new_tokens = int(getattr(self.config, "max_answer_tokens", DEFAULT_MAX_ANSWER_TOKENS))
+            max_new_tokens = getattr(self.config, "max_answer_tokens", DEFAULT_MAX_ANSWER_TOKENS)
         output = super().generate(input_ids=input_ids, max_new_tokens=max_new_tokens, **kwargs)
         prompt_length = input_ids.shape[1]
         if isinstance(output, torch.Tensor):

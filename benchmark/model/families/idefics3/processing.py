@@ -17,6 +17,11 @@ as special tokens (:data:`CHAT_TOKENS`, always in that order, so their ids are t
 the tokenizer is rebuilt). Training labels are -100 on the prompt and on padding: only the
 answer and its ``<end_of_utterance>`` are learned.
 
+Pages are cut once: a processor keeps the 8-bit tiles of the pages it has read
+(:data:`TILE_CACHE_BYTES`) and rescales and normalises them with the image processor's own
+methods for each batch, so the pixels are those of the public processor, bit for bit, and a local
+epoch or a page's next question does not decode and resample the page again.
+
 Padding: a decoder-only model continues the last token of its input, so prompts for generation
 are padded on the left (transformers' ``generate`` derives the positions from the attention
 mask); training rows are padded on the right, which gives every real token the same positions
@@ -25,11 +30,14 @@ as at generation.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from benchmark.model.tokenizer import SPIECE_NAME, copy_spiece_model, load_tokenizer
@@ -52,6 +60,15 @@ MAX_QUESTION_TOKENS = 64
 #: SmolVLM's normalisation of pixels (mean and standard deviation 0.5 per channel).
 PIXEL_MEAN = (0.5, 0.5, 0.5)
 PIXEL_STD = (0.5, 0.5, 0.5)
+#: Bytes of tiled pages a processor keeps (8-bit, before normalisation; least recently used
+#: dropped first): local epochs and a page's other questions reuse them instead of decoding and
+#: resampling the page again (SmolVLM-256M's 13 tiles of a page: 10 MB; the tiny shape's: 60 kB).
+TILE_CACHE_BYTES = 512 * 2**20
+
+#: A page's tile grid: ``(rows, cols)``, ``(0, 0)`` when the global view alone is read.
+Grid = tuple[int, int]
+#: A page's 8-bit tiles (CHW, the global view last) and its grid.
+PageTiles = tuple[tuple[np.ndarray, ...], Grid]
 
 
 def with_chat_tokens(tokenizer: Any) -> Any:
@@ -66,8 +83,8 @@ def with_chat_tokens(tokenizer: Any) -> Any:
     vocabulary = tokenizer.get_vocab()
     missing = [token for token in CHAT_TOKENS if token not in vocabulary]
     if missing:
-        tokenizer.add_tokens([AddedToken(token, normalized=False, special=True) for token in missing],
-                             special_tokens=True)  # fmt: skip
+        added = [AddedToken(token, normalized=False, special=True) for token in missing]
+        tokenizer.add_tokens(added, special_tokens=True)
     return tokenizer
 
 
@@ -82,7 +99,8 @@ def image_tokens_per_tile(tile_size: int, patch_size: int, scale_factor: int) ->
         raise ValueError(f"image_size {tile_size} is not a multiple of patch_size {patch_size}")
     side = tile_size // patch_size
     if side % scale_factor:
-        raise ValueError(f"{side} patches per side cannot be shuffled by scale_factor {scale_factor}")
+        raise ValueError(f"{side} patches per side cannot be shuffled by scale_factor "
+                         f"{scale_factor}")  # fmt: skip
     return (side // scale_factor) ** 2
 
 
@@ -125,6 +143,9 @@ class Idefics3DocumentProcessor:
         self._suffix = [self.end_of_utterance_id, *self._text_ids("\nAssistant:")]
         self._newline = self._text_ids("\n")
         self._page_sizes: dict[str, tuple[int, int]] = {}
+        self._tiles: OrderedDict[str, PageTiles] = OrderedDict()
+        self._tile_bytes = 0
+        self._lock = threading.Lock()
         self._source_dir: Path | None = None
 
     @classmethod
@@ -212,7 +233,8 @@ class Idefics3DocumentProcessor:
             block += self._newline
         if rows:
             block += self._newline
-        return block + [ids[FAKE_IMAGE_TOKEN], ids[GLOBAL_IMAGE_TOKEN], *tile, ids[FAKE_IMAGE_TOKEN]]
+        fake = ids[FAKE_IMAGE_TOKEN]
+        return [*block, fake, ids[GLOBAL_IMAGE_TOKEN], *tile, fake]
 
     def prompt_ids(self, question: str, grid: tuple[int, int] | None) -> list[int]:
         """The chat prompt of a question, with the image block of a ``(rows, cols)`` grid
@@ -223,7 +245,8 @@ class Idefics3DocumentProcessor:
 
     def answer_ids(self, answer: str) -> list[int]:
         """The trained continuation: the answer (cut to fit) and ``<end_of_utterance>``."""
-        return [*self._text_ids(" " + answer)[: self.max_answer_tokens - 1], self.end_of_utterance_id]
+        kept = self._text_ids(" " + answer)[: self.max_answer_tokens - 1]
+        return [*kept, self.end_of_utterance_id]
 
     def page_grid(self, image_path: str | Path) -> tuple[int, int]:
         """The tile grid a page is cut into, from its size (the file's header only)."""
@@ -255,8 +278,8 @@ class Idefics3DocumentProcessor:
             grid = self.page_grid(path)
             if grid not in blocks:
                 blocks[grid] = len(self.image_block(*grid))
-            lengths.append(len(self._prefix) + blocks[grid] + min(len(question), MAX_QUESTION_TOKENS)
-                           + len(self._suffix))  # fmt: skip
+            question_length = min(len(question), MAX_QUESTION_TOKENS)
+            lengths.append(len(self._prefix) + blocks[grid] + question_length + len(self._suffix))
         return dataset.add_column("n_tokens", lengths)
 
     def load_image(self, image: Any) -> Any:
@@ -270,6 +293,50 @@ class Idefics3DocumentProcessor:
             with Image.open(path) as opened:
                 return opened.convert("RGB")
         return image.convert("RGB")
+
+    def page_tiles(self, image: Any) -> PageTiles:
+        """A page's tiles (8-bit CHW arrays, the global view last) and its ``(rows, cols)`` grid,
+        as transformers' ``Idefics3ImageProcessorPil`` cuts it before rescaling; pages given by
+        path are kept (:data:`TILE_CACHE_BYTES`)."""
+        key = str(image) if isinstance(image, (str, Path)) else None
+        if key is not None:
+            with self._lock:
+                kept = self._tiles.get(key)
+                if kept is not None:
+                    self._tiles.move_to_end(key)
+                    return kept
+        cut = self.image_processor(images=[[self.load_image(image)]], do_rescale=False,
+                                   do_normalize=False, do_pad=False,
+                                   return_row_col_info=True)  # fmt: skip
+        page = (tuple(cut["pixel_values"][0]), (int(cut["rows"][0][0]), int(cut["cols"][0][0])))
+        if key is not None:
+            with self._lock:
+                if key not in self._tiles:
+                    self._tiles[key] = page
+                    self._tile_bytes += sum(tile.nbytes for tile in page[0])
+                while self._tile_bytes > TILE_CACHE_BYTES and len(self._tiles) > 1:
+                    _, (dropped, _) = self._tiles.popitem(last=False)
+                    self._tile_bytes -= sum(tile.nbytes for tile in dropped)
+        return page
+
+    def pixels(self, images: Sequence[Any]) -> tuple[dict[str, torch.Tensor], list[Grid]]:
+        """``pixel_values`` (batch, most tiles, 3, tile, tile) and ``pixel_attention_mask`` of
+        pages, equal to what ``Idefics3ImageProcessorPil`` returns for them (each tile rescaled
+        and normalised by its own methods; zero tiles, which the model drops, pad a page with
+        fewer tiles), and each page's grid."""
+        processor = self.image_processor
+        pages = [self.page_tiles(image) for image in images]
+        most = max(len(tiles) for tiles, _ in pages)
+        size = self.tile_size
+        values = torch.zeros((len(pages), most, 3, size, size), dtype=torch.float32)
+        mask = torch.zeros((len(pages), most, size, size), dtype=torch.bool)
+        for row, (tiles, _) in enumerate(pages):
+            for index, tile in enumerate(tiles):
+                scaled = processor.rescale(tile, processor.rescale_factor)
+                values[row, index] = torch.from_numpy(
+                    processor.normalize(scaled, processor.image_mean, processor.image_std))
+            mask[row, : len(tiles)] = True
+        return {"pixel_values": values, "pixel_attention_mask": mask}, [grid for _, grid in pages]
 
     def collate(self, features: Sequence[dict[str, Any]], *, with_labels: bool = False,
                 with_images: bool | None = None) -> dict[str, torch.Tensor]:
@@ -292,21 +359,20 @@ class Idefics3DocumentProcessor:
         batch: dict[str, torch.Tensor] = {}
         grids: list[tuple[int, int] | None] = [None] * len(features)
         if with_images:
-            pages = [[self.load_image(row["image_path"])] for row in features]
-            tiles = self.image_processor(images=pages, return_row_col_info=True, return_tensors="pt")
-            grids = [(int(rows[0]), int(cols[0])) for rows, cols in zip(tiles["rows"], tiles["cols"],
-                                                                         strict=True)]  # fmt: skip
-            batch["pixel_values"] = tiles["pixel_values"]
-            batch["pixel_attention_mask"] = tiles["pixel_attention_mask"].bool()
-        prompts = [self.prompt_ids(row["question"], grid) for row, grid in zip(features, grids, strict=True)]
+            pixels, page_grids = self.pixels([row["image_path"] for row in features])
+            batch.update(pixels)
+            grids = list(page_grids)
+        prompts = [self.prompt_ids(row["question"], grid)
+                   for row, grid in zip(features, grids, strict=True)]  # fmt: skip
         if not with_labels:
             batch.update(self._padded(prompts, left=True))
             return batch
         answers = [self.answer_ids(_first_answer(row["answers"])) for row in features]
-        batch.update(self._padded([p + a for p, a in zip(prompts, answers, strict=True)], left=False))
+        sequences = [prompt + answer for prompt, answer in zip(prompts, answers, strict=True)]
+        batch.update(self._padded(sequences, left=False))
         labels = torch.full_like(batch["input_ids"], -100)
         for row, (prompt, answer) in enumerate(zip(prompts, answers, strict=True)):
-            labels[row, len(prompt): len(prompt) + len(answer)] = torch.tensor(answer, dtype=torch.long)
+            labels[row, len(prompt): len(prompt) + len(answer)] = torch.tensor(answer)
         batch["labels"] = labels
         return batch
 
@@ -328,7 +394,8 @@ class Idefics3DocumentProcessor:
             token_ids = token_ids.tolist()
         size = len(self.tokenizer)
         kept = [[token for token in row if 0 <= token < size] for row in token_ids]
-        return [text.strip() for text in self.tokenizer.batch_decode(kept, skip_special_tokens=True)]
+        texts = self.tokenizer.batch_decode(kept, skip_special_tokens=True)
+        return [text.strip() for text in texts]
 
 
 def check_image_settings(tile_size: int, image_longest_edge: int) -> None:
