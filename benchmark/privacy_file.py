@@ -55,6 +55,7 @@ def read_privacy_file(
     *,
     validate: Callable[[dict[str, Any]], Declaration],
     max_bytes: int = MAX_PRIVACY_BYTES,
+    source: str | None = None,
 ) -> Declaration:
     """Read and validate privacy.json from an untrusted file.
 
@@ -63,6 +64,8 @@ def read_privacy_file(
         validate: turns the parsed object into a declaration, raising a ``ValueError`` with a
             ``field`` attribute for a bad field (``accountant.declaration.parse_declaration``).
         max_bytes: refuse files larger than this.
+        source: the file's name in errors (default: its path; the evaluator names the part,
+            never its storage).
 
     Returns:
         What ``validate`` returns.
@@ -73,17 +76,18 @@ def read_privacy_file(
             missing or invalid.
     """
     path = Path(path)
+    source = str(path) if source is None else source
     try:
         with path.open("rb") as handle:
             raw = handle.read(max_bytes + 1)
     except OSError as error:
-        raise PrivacyFileError("", f"cannot read {path}: {error.strerror or error}") from None
+        raise PrivacyFileError("", f"cannot read {source}: {error.strerror or error}") from None
     if len(raw) > max_bytes:
         raise PrivacyFileError(
-            "", f"{path} is larger than {max_bytes} bytes (files that exceed the limit of "
+            "", f"{source} is larger than {max_bytes} bytes (files that exceed the limit of "
             f"{max_bytes} are refused); not a privacy.json",
         )  # fmt: skip
-    return parse_privacy_bytes(raw, validate=validate, source=str(path))
+    return parse_privacy_bytes(raw, validate=validate, source=source)
 
 
 def parse_privacy_bytes(
@@ -153,6 +157,8 @@ def _refusal_error(refusal: JsonRefused, source: str) -> PrivacyFileError:
         return PrivacyFileError(refusal.subject, "appears twice in the file")
     if refusal.reason is Reason.NOT_A_NUMBER:
         return PrivacyFileError("", f"{refusal.subject} is not a valid JSON number")
+    if refusal.reason in (Reason.NUMBER_TOO_LONG, Reason.NUMBER_OVERFLOW):
+        return PrivacyFileError("", str(refusal))
     if refusal.reason is Reason.NOT_AN_OBJECT:
         return PrivacyFileError("", f"the declaration must be a JSON object; got {refusal.subject}")
     if refusal.reason is Reason.MALFORMED and refusal.subject:

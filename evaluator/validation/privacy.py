@@ -15,7 +15,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from benchmark.privacy_file import PrivacyFileError, read_privacy_file
+from benchmark.privacy_file import PRIVACY_FILE, PrivacyFileError, read_privacy_file
 from evaluator.federation import Federation
 from evaluator.validation.commlog import CommunicationTally
 from evaluator.validation.errors import InvalidSubmission
@@ -43,7 +43,8 @@ def load_declaration(path: Path, *, max_bytes: int) -> Any:
     from accountant.declaration import parse_declaration
 
     try:
-        return read_privacy_file(path, validate=parse_declaration, max_bytes=max_bytes)
+        return read_privacy_file(path, validate=parse_declaration, max_bytes=max_bytes,
+                                 source=PRIVACY_FILE)  # fmt: skip
     except PrivacyFileError as exc:
         raise InvalidSubmission(PART, str(exc)) from None
 

@@ -1,19 +1,22 @@
-"""Submissions: upload a run (202), read one's status and results, list one's own, re-score."""
+"""Submissions: upload a run (202), read one's status and results, list one's own, re-score.
+
+The upload route orchestrates: it streams the parts to disk (``evaluator.storage``), checks them
+(``evaluator.validation.upload.check_upload``), stores them, applies the copy policy
+(``evaluator.validation.copy_policy``) and queues the submission; the schema of its body is
+the contract's (``evaluator.api.upload_schema``).
+"""
 
 from __future__ import annotations
 
 import logging
 from functools import partial
-from pathlib import Path
 from typing import Any, NoReturn
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response, status
-from pydantic import ValidationError
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from benchmark.submission_contract import stored_name
-from benchmark.tracks import common_parts, get_track, track_numbers, tracks_needing
 from evaluator import crud
 from evaluator.api.deps import (
     BearerDep,
@@ -37,9 +40,9 @@ from evaluator.api.status_views import (
     poll,
     status_response,
 )
+from evaluator.api.upload_schema import upload_body
 from evaluator.api.worker_watch import WorkerWatch, waiting_note, waiting_since
-from evaluator.benchmark_info import clients_of, track_unavailable
-from evaluator.core.config import Settings
+from evaluator.benchmark_info import clients_of
 from evaluator.crud import Caller, Liveness
 from evaluator.schemas import SubmissionAccepted, SubmissionList, SubmissionPublic
 from evaluator.storage import (
@@ -53,78 +56,12 @@ from evaluator.storage import (
 from evaluator.submission_metadata import SubmissionMetadata
 from evaluator.tables import Status, Submission, Team
 from evaluator.validation import InvalidSubmission
-from evaluator.validation.checkpoint import read_header
-from evaluator.validation.commdetails import read_details
-from evaluator.validation.commlog import declared_shape, parse_log
-from evaluator.validation.metadata import parse_metadata
-from evaluator.validation.personal import check_personalisations
-from evaluator.validation.privacy import load_declaration
-from evaluator.validation.recipe import check_recipe
+from evaluator.validation.copy_policy import CopyRefused, apply_copy_policy
 from evaluator.validation.tensor_digest import submission_fingerprint
-from evaluator.validation.track_parts import check_track_parts
+from evaluator.validation.upload import check_upload
 
 logger = logging.getLogger("evaluator.api")
 router = APIRouter(prefix="/api/v1/submissions", tags=["submissions"])
-
-_UPLOAD_BODY = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "multipart/form-data": {
-                "schema": {
-                    "type": "object",
-                    "required": list(common_parts()),
-                    "properties": {
-                        "model": {
-                            "type": "string",
-                            "format": "binary",
-                            "description": "model.safetensors: the full VT5 state dict",
-                        },
-                        "communication_log": {
-                            "type": "string",
-                            "format": "binary",
-                            "description": "communication_log.csv",
-                        },
-                        "communication_details": {
-                            "type": "string",
-                            "format": "binary",
-                            "description": "communication_log.jsonl: per message, the tensors "
-                            "it carried and their wire format",
-                        },
-                        "privacy": {
-                            "type": "string",
-                            "format": "binary",
-                            "description": "privacy.json (track "
-                            + " or ".join(map(str, tracks_needing("privacy")))
-                            + ")",
-                        },
-                        "metadata": {
-                            "type": "string",
-                            "format": "binary",
-                            "description": "submission.json: track, method, description",
-                        },
-                        "recipe": {
-                            "type": "string",
-                            "format": "binary",
-                            "description": "recipe.json (optional, any track): how the run was "
-                            "trained, for the organisers' re-run; never shown",
-                        },
-                    },
-                    "patternProperties": {
-                        "^personal_[0-9]+$": {
-                            "type": "string",
-                            "format": "binary",
-                            "description": "personal_{k}: client k's personalisation "
-                            "(personal/client_{k}.safetensors; track "
-                            + " or ".join(map(str, tracks_needing("personal")))
-                            + "), one field per client 0..K-1",
-                        },
-                    },
-                }
-            }
-        },
-    }
-}
 
 
 def _reserve(sessions: sessionmaker[Session], team_id: int, quota: int) -> str:
@@ -140,116 +77,6 @@ def _abandon(sessions: sessionmaker[Session], store: SubmissionStore, submission
     store.discard(submission_id)
     with sessions() as session, session.begin():
         crud.delete_submission(session, submission_id=submission_id)
-
-
-def check_upload(
-    directory: Path, settings: Settings, raw: dict[str, Any] | None = None
-) -> SubmissionMetadata:
-    """The upload-time checks: metadata, declaration, checkpoint header, communication log and
-    (track 3) the personalisations against the checkpoint's tensors and the benchmark's K.
-
-    The worker repeats them and adds the checks that read every weight of the checkpoint (spec,
-    NaN/inf).
-
-    Args:
-        directory: the received parts.
-        settings: limits and the benchmark directory.
-        raw: the metadata object as the upload stream parsed it (one parse, one answer:
-            ``receive_multipart``); read from ``directory`` with the same parser when omitted.
-
-    Returns:
-        The validated metadata.
-
-    Raises:
-        InvalidSubmission: naming the faulty part.
-    """
-    if not raw:
-        raw = parse_metadata(
-            (directory / stored_name("metadata")).read_bytes(), max_bytes=settings.max_json_bytes
-        )
-    try:
-        metadata = SubmissionMetadata.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "metadata"
-        raise InvalidSubmission(
-            "metadata", f"{where}: {first['msg']} (needs track {track_numbers()} and a method name)"
-        ) from None
-    if track_unavailable(settings.data_dir, metadata.track) is not None:
-        raise InvalidSubmission(
-            "metadata", f"track: this evaluator cannot score track {metadata.track}: its "
-            "benchmark directory is incomplete (the reason is in the service log); tell the "
-            "organisers"
-        )  # fmt: skip
-    check_track_parts(get_track(metadata.track), directory)
-    privacy = directory / stored_name("privacy")
-    if privacy.is_file():
-        load_declaration(privacy, max_bytes=settings.max_json_bytes)
-    check_recipe(directory / stored_name("recipe"), metadata.method)
-    header = read_header(
-        directory / stored_name("model"),
-        max_header_bytes=settings.max_header_bytes,
-        max_tensors=settings.max_tensors,
-    )
-    clients = clients_of(settings.data_dir)
-    personal = directory / stored_name("personal")
-    if personal.exists():
-        check_personalisations(
-            personal, header.tensors, clients,
-            max_file_bytes=settings.max_personal_file_bytes,
-            max_total_bytes=settings.max_personal_bytes,
-        )  # fmt: skip
-    tally = parse_log(
-        directory / stored_name("communication_log"),
-        clients=clients,
-        max_bytes=settings.max_log_bytes,
-        max_rows=settings.max_log_rows,
-        **declared_shape(metadata, get_track(metadata.track)),
-        max_rounds=settings.max_log_rounds,
-        max_messages_per_round=2 * clients * settings.max_messages_per_client_round,
-    )
-    read_details(
-        directory / stored_name("communication_details"), tally.rows,
-        max_bytes=settings.max_details_bytes, max_parameters=2 * settings.max_tensors,
-    )  # fmt: skip
-    return metadata
-
-
-class CopyRefused(Exception):
-    """An upload whose checkpoint repeats an earlier live submission's (HTTP 409)."""
-
-
-def _copy_policy(session: Session, *, submission_id: str, team_id: int, track: int,
-                 model_sha256: str, policy: str) -> str | None:  # fmt: skip
-    """Apply the copy policy to an upload's checkpoint digest.
-
-    The digest is of the tensors, not of the file (:mod:`evaluator.validation.tensor_digest`):
-    a checkpoint re-saved with another header or tensor order is the same checkpoint. Within one
-    track, a team's own identical checkpoint is always refused (its quota is left as it was); another
-    team's is refused or, with the ``flag`` policy, accepted and flagged for the organisers.
-
-    Returns:
-        The id of the original when the upload is accepted as a flagged copy, else None.
-
-    Raises:
-        CopyRefused: the upload is a copy the policy refuses.
-    """
-    original = crud.find_copy(
-        session, model_sha256=model_sha256, track=track, exclude_id=submission_id
-    )
-    if original is None:
-        return None
-    if original.team_id == team_id:
-        raise CopyRefused(
-            f"this checkpoint is identical to your submission {original.id}; nothing was stored "
-            "and your daily quota is unchanged"
-        )
-    if policy == "refuse":
-        raise CopyRefused(
-            "this checkpoint is identical to one another team submitted earlier; copies are "
-            "refused (write to the organisers if you think this is wrong)"
-        )
-    return original.id
 
 
 def _mark_queued(
@@ -274,7 +101,7 @@ def _mark_queued(
     with sessions() as session, session.begin():
         crud.lock_checkpoint(session, model_sha256=model_sha256)
         crud.lock_team(session, team_id=team_id)
-        copy_of = _copy_policy(session, submission_id=submission_id, team_id=team_id,
+        copy_of = apply_copy_policy(session, submission_id=submission_id, team_id=team_id,
                                track=metadata.track, model_sha256=model_sha256,
                                policy=copy_policy)  # fmt: skip
         row = session.get(Submission, submission_id)
@@ -301,7 +128,7 @@ def _mark_queued(
     "",
     status_code=status.HTTP_202_ACCEPTED,
     response_model=SubmissionAccepted,
-    openapi_extra=_UPLOAD_BODY,
+    openapi_extra=upload_body(),
     responses={
         401: {"description": "missing or unknown token"},
         409: {"description": "the checkpoint repeats an earlier submission (copy policy)"},
