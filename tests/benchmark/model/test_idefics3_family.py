@@ -97,6 +97,10 @@ def test_a_tiny_checkpoint_round_trips_and_a_wrong_one_is_refused(
     (broken / "config.json").write_text(json.dumps({**raw, "max_answer_tokens": 0}))
     with pytest.raises(CheckpointError, match="max_answer_tokens must be a positive integer"):
         read_checkpoint_config(broken)
+    (broken / "config.json").write_text(json.dumps({**raw, "image_token_id": 4002}))
+    with pytest.raises(ValueError, match="the tokenizer's <image> is id 4001, the model's "
+                                         "image_token_id is 4002"):  # fmt: skip
+        load_processor(broken)
 
 
 def test_the_base_shape_is_smolvlm_256m_and_reads_a_page_as_its_processor_does() -> None:
