@@ -23,8 +23,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from experiments.catalog import Experiment
 from experiments.pflkit_command import run_pflkit
-from experiments.run import Experiment, run_experiment
+from experiments.runner import run_experiment
 
 #: every client each round, three local epochs: the training that gave a bound on ``tiny``
 STRONG = ("--clients-per-round", "10", "--local-epochs", "3")

@@ -1,7 +1,7 @@
 """Result plots written as PNG files: matplotlib's headless set-up and the saving, in one place.
 
 The pre-training learning curve (`benchmark.pretraining.curve`) and the federated experiments'
-plots (`experiments.report`, `experiments.run`) are drawn on a figure from `new_figure` and
+plots (`experiments.report`, `experiments.tables`) are drawn on a figure from `new_figure` and
 written by `save_figure`.
 """
 

@@ -263,7 +263,7 @@ def test_removing_a_provider_changes_a_real_clients_pre_noise_sum_by_at_most_s(
 def test_the_dp_scale_table_reads_a_scored_verified_run(dp_runs, tiny_data: Path) -> None:
     from benchmark.evaluation.cli import evaluate
     from experiments.dp_scale_report import dp_scale_table, read_dp_scale_run
-    from experiments.run import verify_privacy
+    from experiments.scoring import verify_privacy
 
     out = dp_runs["dp-fedavg"]
     scored = CliRunner().invoke(

@@ -187,8 +187,9 @@ def test_pretraining_refuses_a_method_that_does_not_send_the_embedding(
 def test_the_experiments_select_score_and_tabulate_the_fsp_runs(
     run: Path, tiny_data: Path, tiny_base: Path
 ) -> None:
+    from experiments.catalog import FSP, Experiment, selected
     from experiments.fsp_report import fsp_table, read_fsp_run
-    from experiments.run import FSP, Experiment, run_experiment, selected
+    from experiments.runner import run_experiment
 
     assert [e.name for e in selected(FSP, "fsp-tm,fedadam")] == ["fedadam", "fsp-tm"]
     with pytest.raises(ValueError, match="no such experiment"):

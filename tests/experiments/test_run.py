@@ -10,7 +10,10 @@ import pytest
 import torch
 
 from benchmark.data import load_split
-from experiments.run import Experiment, full_val_report, run_experiment, track2_table
+from experiments.catalog import Experiment
+from experiments.runner import run_experiment
+from experiments.scoring import full_val_report
+from experiments.tables import track2_table
 
 
 def test_a_run_is_trained_once_and_scored_on_the_whole_val_split(
@@ -75,7 +78,7 @@ def test_round_by_round_checkpoints_are_those_of_one_run(
 
 
 def test_only_selects_track_3_runs_by_short_name() -> None:
-    from experiments.run import TRACK3, selected
+    from experiments.catalog import TRACK3, selected
 
     chosen = selected(TRACK3, "pfedcr, lora-10rounds")
     assert [e.name for e in chosen] == ["track3-pfedcr-seed0", "track3-lora-10rounds-seed0"]
@@ -88,7 +91,7 @@ def test_only_selects_track_3_runs_by_short_name() -> None:
 def test_the_base_is_scored_once_into_its_file(
     tiny_data: Path, tiny_base: Path, tmp_path: Path
 ) -> None:
-    from experiments.run import score_split
+    from experiments.scoring import score_split
 
     target = tmp_path / "base" / "val.json"
     anls = score_split(str(tiny_base), tiny_data, target)
@@ -103,7 +106,7 @@ def test_the_base_is_scored_once_into_its_file(
 
 
 def test_every_dp_scale_run_is_labelled_with_its_own_options() -> None:
-    from experiments.run import DP_SCALE, DP_SCALE_SEEDS
+    from experiments.catalog import DP_SCALE, DP_SCALE_SEEDS
 
     for experiment in DP_SCALE:
         options = experiment.options
@@ -121,7 +124,7 @@ def test_every_dp_scale_run_is_labelled_with_its_own_options() -> None:
 def test_without_a_fedavg_run_the_threshold_is_the_benchmarks(tmp_path: Path) -> None:
     """The optimiser table's rounds to the threshold use the stated threshold when `fedavg`
     was not trained in the same directory, and fedavg's own when it was."""
-    from experiments.run import optimiser_track1
+    from experiments.tables import optimiser_track1
 
     def scored_run(name: str, tests: list[float]) -> None:
         run = tmp_path / name
