@@ -224,6 +224,9 @@ class CanaryAudit:
         for start in range(0, len(order), self.batch_size):
             chosen = order[start : start + self.batch_size]
             shown = [rows[i][2] for i in chosen]
+            if not processor.page_features:
+                batches.append((chosen, self._whole_inputs(shown), None))
+                continue
             encoded = processor.encode_batch(
                 [r["question"] for r in shown], [r["ocr_tokens"] for r in shown],
                 [r["ocr_normalized_boxes"] for r in shown],
@@ -235,6 +238,16 @@ class CanaryAudit:
             names = [r["image_name"] for r in shown] if processor.use_visual else None
             batches.append((chosen, inputs, names))
         return batches
+
+    def _whole_inputs(self, shown: list[dict[str, Any]]) -> dict[str, Any]:
+        """The inputs with labels of a family that reads each question whole (no page
+        features to share: the page and the question are one input, e.g. Pix2Struct)."""
+        images = self.directory / "images"
+        features = [{**row, "answers": [_answer(row)],
+                     "image_path": str(images / f"{row['image_name']}.jpg")}
+                    for row in shown]  # fmt: skip
+        return self._processor.collate(features, with_labels=True,
+                                       with_images=self._processor.use_visual)  # fmt: skip
 
     @cached_property
     def _pages(self) -> dict[str, Any]:
@@ -257,13 +270,15 @@ class CanaryAudit:
         """Log-likelihood of each row's answer tokens under ``model`` (teacher forcing).
 
         Args:
-            model: a VT5 model in eval mode.
+            model: a model of the reference's family in eval mode.
 
         Returns:
             A numpy array, one value per row of :attr:`_rows`, in their order.
         """
         import numpy as np
         import torch
+
+        from benchmark.model.families import family_of
 
         device = next(model.parameters()).device
         values = np.zeros(len(self._rows), dtype=float)
@@ -274,6 +289,8 @@ class CanaryAudit:
                     batch["pixel_values"] = torch.stack([self._pages[n] for n in names]).to(device)
                 logits = model(**batch).logits.float()
                 labels = batch["labels"]
+                if family_of(model).decoder_only:  # position t predicts token t + 1
+                    logits, labels = logits[:, :-1], labels[:, 1:]
                 mask = labels != -100
                 picked = (
                     torch.log_softmax(logits, dim=-1)

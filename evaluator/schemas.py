@@ -67,7 +67,7 @@ ResultsPublic: type[_Results] = create_model(
 
 # The submission columns the API view is built from (``SubmissionPublic.from_values``).
 PUBLIC_COLUMNS = (
-    "id", "track", "method", "description", "status", "reason", "attempts", "created_at",
+    "id", "track", "method", "family", "description", "status", "reason", "attempts", "created_at",
     "updated_at", "queued_at", "scoring_started_at", "finished_at",
     *(f.name for f in SHARED_FIGURES), *_Results.model_fields,
 )  # fmt: skip
@@ -96,6 +96,7 @@ class SubmissionPublic(BaseModel):
     team: str
     track: int
     method: str
+    family: str = Field(default="vt5", description="the checkpoint's model family")
     description: str
     status: Status
     reason: str | None
@@ -164,6 +165,7 @@ class SubmissionPublic(BaseModel):
             team=team,
             track=values["track"],
             method=values["method"],
+            family=values["family"],
             description=values["description"],
             status=Status(values["status"]),
             reason=values["reason"],

@@ -93,6 +93,9 @@ class Scorer:
         self.batch_size = batch_size
         self.images_dir = images_dir
         self.cache_dir = private_cache_dir(cache_root)
+        #: the other families' references (``Settings.family_references``) and their scorers
+        self.family_references: dict[str, str] = {}
+        self._siblings: dict[str, Scorer] = {}
 
     @classmethod
     def from_settings(cls, settings: Any, *, cache_root: Path | None = None) -> Scorer:
@@ -106,7 +109,7 @@ class Scorer:
         Returns:
             The scorer.
         """
-        return cls(
+        scorer = cls(
             settings.data_dir,
             reference_model=settings.reference_model,
             batch_size=settings.batch_size,
@@ -115,6 +118,44 @@ class Scorer:
             device=settings.device,
             precision=settings.precision,
         )
+        scorer.family_references = dict(settings.family_references)
+        return scorer
+
+    @cached_property
+    def family(self) -> str:
+        """The model family of the reference (its config's ``model_type``)."""
+        from benchmark.model import read_checkpoint_config
+
+        return str(read_checkpoint_config(self.reference_dir).model_type)
+
+    def for_family(self, family: str) -> Scorer:
+        """The scorer of a submission of ``family``: this one for the reference's family, else
+        one with the organisers' reference of that family, sharing this one's test split.
+
+        Raises:
+            InvalidSubmission: the competition scores no checkpoint of that family.
+        """
+        from evaluator.validation import InvalidSubmission
+
+        if family == self.family:
+            return self
+        if family not in self.family_references:
+            scored = ", ".join([self.family, *sorted(self.family_references)])
+            raise InvalidSubmission(
+                "metadata",
+                f"submission.json declares model family {family!r}; this competition scores "
+                f"{scored} checkpoints (the organisers hold a reference of each)",
+            )
+        if family not in self._siblings:
+            sibling = Scorer(
+                self.data_dir, reference_model=self.family_references[family],
+                batch_size=self.batch_size, images_dir=self.images_dir,
+                device=self.device_name, precision=self.precision,
+            )  # fmt: skip
+            sibling.cache_dir = self.cache_dir
+            sibling.__dict__["_test_split"] = self._test_split
+            self._siblings[family] = sibling
+        return self._siblings[family]
 
     @cached_property
     def clients(self) -> int:
@@ -185,7 +226,8 @@ class Scorer:
         _ = self.device, self._test_split, self._processor, self.expected_spec, self.reference
 
     def build_model(self, checkpoint: Path) -> Any:
-        """The reference VT5 architecture with the submission's (already validated) weights.
+        """The reference's architecture (of its family) with the submission's (already
+        validated) weights.
 
         The model is loaded with ``from_pretrained`` from a scratch directory holding the
         organisers' reference configuration and tokenizer next to the submitted weights, so

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from benchmark.model.families import DEFAULT_FAMILY, FAMILIES
 from benchmark.tracks import TRACKS, track_numbers
 
 
@@ -46,6 +47,7 @@ class SubmissionMetadata(BaseModel):
     sampling: Literal["fixed", "poisson"] | None = None
     personal: PersonalMetadata | None = None
     pretraining: PretrainingMetadata | None = None
+    family: str = Field(default=DEFAULT_FAMILY, min_length=1, max_length=40)
 
     @field_validator("track", mode="before")
     @classmethod
@@ -56,6 +58,17 @@ class SubmissionMetadata(BaseModel):
             raise ValueError(f"track must be a JSON integer, got {value!r}")
         if value not in TRACKS:
             raise ValueError(f"track must be {track_numbers()}, got {value}")
+        return value
+
+    @field_validator("family")
+    @classmethod
+    def _known_family(cls, value: str) -> str:
+        """A model family of the kit (``benchmark.model.families``): the checkpoint is built
+        with that family's architecture and the organisers' reference of it."""
+        if value not in FAMILIES:
+            raise ValueError(
+                f"family must be a model family of the kit ({', '.join(FAMILIES)}), got {value!r}"
+            )
         return value
 
     def official_logger_bytes(self) -> int | None:

@@ -111,6 +111,8 @@ class Submission(Base):
     team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
     track: Mapped[int] = mapped_column(Integer)
     method: Mapped[str] = mapped_column(String(200))
+    #: the model family of the checkpoint (``benchmark.model.families``; submission.json's)
+    family: Mapped[str] = mapped_column(String(40), default="vt5", server_default="vt5")
     description: Mapped[str] = mapped_column(Text, default="")
     submission_metadata: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
 
@@ -224,7 +226,7 @@ class SubmissionFigure(Base):
     @property
     def value(self) -> Any:
         """The value as its declaration's kind (an undeclared figure's as stored)."""
-        return typed_value(self.figure, self.number, self.document)
+        return typed_value(figure_kinds().get(self.figure), self.number, self.document)
 
 
 def stored_value(figure: Figure, value: Any) -> tuple[float | None, Any]:
@@ -243,9 +245,15 @@ def stored_value(figure: Figure, value: Any) -> tuple[float | None, Any]:
     return float(value), None  # a double holds every float and int figure exactly
 
 
-def typed_value(name: str, number: float | None, document: Any) -> Any:
-    """A ``submission_figures`` row's value as its figure's kind (``number`` or ``document``)."""
-    kind = track_figures()[name].kind if name in track_figures() else None
+def figure_kinds() -> dict[str, str]:
+    """Every track figure's kind by name (read once per query by the callers of
+    :func:`typed_value`)."""
+    return {name: figure.kind for name, figure in track_figures().items()}
+
+
+def typed_value(kind: str | None, number: float | None, document: Any) -> Any:
+    """A ``submission_figures`` row's value as its figure's ``kind`` (``None``: a figure no track
+    declares now, as stored): ``number`` as an int, a flag or a float, else ``document``."""
     if number is None:
         return document
     if kind == "int":

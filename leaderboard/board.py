@@ -16,8 +16,9 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 # Columns of the CSV export (web and command line): these, each track's board figures
 # (``Track.board_figures``), then :data:`CSV_LAST_COLUMNS`.
-CSV_FIRST_COLUMNS = ("track", "budget", "rank", "team", "method", "anls", "anls_in", "anls_out",
-                     "accuracy", "total_bytes", "official_logger_total_bytes")  # fmt: skip
+CSV_FIRST_COLUMNS = ("track", "budget", "rank", "team", "method", "family", "anls", "anls_in",
+                     "anls_out", "accuracy", "total_bytes",
+                     "official_logger_total_bytes")  # fmt: skip
 CSV_LAST_COLUMNS = ("created_at", "status", "reason", "id")
 
 
@@ -85,6 +86,7 @@ def _public(unranked: Unranked) -> Unranked:
         team=row.team,
         track=row.track,
         method=row.method,
+        family=row.family,
         status=row.status,
         created_at=row.created_at,
         hidden=True,

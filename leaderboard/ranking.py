@@ -42,8 +42,8 @@ REAL_DATA_THRESHOLD: float = COMMUNICATION.threshold
 
 
 #: the fields of a :class:`Row` before its track figures, in :meth:`Row.as_dict`.
-_HEAD = ("id", "team", "track", "method", "status", "created_at", "anls", "anls_in", "anls_out",
-         "accuracy", "total_bytes", "official_logger_total_bytes", "epsilon", "delta",
+_HEAD = ("id", "team", "track", "method", "family", "status", "created_at", "anls", "anls_in",
+         "anls_out", "accuracy", "total_bytes", "official_logger_total_bytes", "epsilon", "delta",
          "privacy_verified")  # fmt: skip
 #: the fields of :meth:`Row.as_dict` after the track figures.
 _TAIL = ("audit_epsilon", "audit_contradicted", "reproduction")
@@ -62,6 +62,7 @@ class Row:
         team: team name.
         track: a ``benchmark.tracks`` number (0 for an upload that never completed).
         method: method name from the metadata.
+        family: the checkpoint's model family (``benchmark.model.families``).
         status: evaluator state (``finished``, ``rejected``, ``failed``, ``queued``...).
         created_at: upload time (tie-breaker).
         reason: why a rejected or failed submission ended so.
@@ -91,6 +92,7 @@ class Row:
     method: str
     status: str
     created_at: dt.datetime
+    family: str = "vt5"
     reason: str | None = None
     anls: float | None = None
     anls_in: float | None = None

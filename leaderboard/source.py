@@ -14,11 +14,11 @@ from sqlalchemy.orm import Session
 from benchmark.result_figures import Shown
 from benchmark.tracks import TRACKS
 from evaluator import crud
-from evaluator.tables import Submission, SubmissionFigure, Team, typed_value
+from evaluator.tables import Submission, SubmissionFigure, Team, figure_kinds, typed_value
 from leaderboard.ranking import Row
 
 _NAMES = (
-    "id", "team", "track", "method", "status", "created_at", "reason", "anls", "anls_in",
+    "id", "team", "track", "method", "status", "created_at", "family", "reason", "anls", "anls_in",
     "anls_out", "accuracy", "total_bytes", "official_logger_total_bytes", "epsilon", "delta",
     "privacy_verified", "audit_epsilon", "audit_contradicted", "hidden", "disqualified_reason",
     "reproduction", "reproduction_reason", "figures",
@@ -96,12 +96,12 @@ def _read(session: Session, rows: Select[Any], figures: Select[Any],
     The figures are read first: a submission changed between the two reads has its new
     figures and, at worst, its older columns, which its change's board version re-reads.
     """
-    names = board_figures()
+    names, kinds = board_figures(), figure_kinds()
     by_submission: dict[str, dict[str, Any]] = {}
     if names:
         read = session.execute(figures, {**parameters, "names": sorted(names)})
         for submission_id, name, number, document in read:
-            value = typed_value(name, number, document)
+            value = typed_value(kinds.get(name), number, document)
             by_submission.setdefault(submission_id, {})[name] = (
                 tuple(value) if isinstance(value, list) else value
             )

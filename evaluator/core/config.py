@@ -45,7 +45,13 @@ class Settings(BaseSettings):
         data_dir: benchmark directory as ``pflkit data generate`` writes it; the workers read
             its hidden test split (``evaluator/imdb_test.npy``).
         reference_model: model whose configuration defines the expected checkpoint
-            (``base`` = the kit's shipped model, or a directory).
+            (``base`` = the kit's shipped model, or a directory); its family (VT5 for
+            ``base``) is the competition's default.
+        family_references: other model families the competition scores, each with its
+            reference checkpoint (the base every run of that family starts from), from the
+            environment as JSON: ``PFLKIT_EVALUATOR_FAMILY_REFERENCES='{"pix2struct": "/srv/p2s"}'``.
+            A submission declares its family in ``submission.json`` (``vt5`` when it does not);
+            one of a family not listed here is rejected, naming those that are.
         organiser_token: optional organiser token accepted besides organiser teams' tokens.
         auth_failures_allowed: failed authentications per client address and window before
             that address is answered 429 (``Retry-After``) until the window has passed.
@@ -117,6 +123,7 @@ class Settings(BaseSettings):
     data_dir: Path | None = None
     images_dir: Path | None = None
     reference_model: str = "base"
+    family_references: dict[str, str] = Field(default_factory=dict)
     organiser_token: SecretStr | None = None
 
     daily_quota: int = Field(default=5, ge=1, le=10_000)
@@ -188,6 +195,16 @@ class Settings(BaseSettings):
                 "an in-memory SQLite database would lose every submission; give a file, "
                 "e.g. sqlite:///evaluator.db"
             )
+        return value
+
+    @field_validator("family_references")
+    @classmethod
+    def _known_families(cls, value: dict[str, str]) -> dict[str, str]:
+        from benchmark.model.families import FAMILIES
+
+        unknown = sorted(set(value) - set(FAMILIES))
+        if unknown:
+            raise ValueError(f"names model families {unknown}; the kit knows {sorted(FAMILIES)}")
         return value
 
     @field_validator("reproduction", "reproduction_tolerance")

@@ -101,9 +101,29 @@ class JobRunner:
             attack=settings.audit_attack,
         )  # fmt: skip
         self.steps = ScoringSteps(settings, self.scorer, self.auditor)
+        self._family_steps: dict[str, ScoringSteps] = {}
         #: this worker's entry in the ``workers`` table (set by ``run_worker``): the jobs it
         #: holds are shown there.
         self.presence: WorkerPresence | None = None
+
+    def steps_for(self, family: str) -> ScoringSteps:
+        """The scoring steps of a submission of a model family: the reference's family's, or
+        those of the organisers' reference of ``family`` (its scorer and canary audit).
+
+        Raises:
+            InvalidSubmission: the competition scores no checkpoint of that family.
+        """
+        scorer = self.scorer.for_family(family)
+        if scorer is self.scorer:
+            return self.steps
+        if family not in self._family_steps:
+            auditor = CanaryAudit(
+                self.settings.data_dir, lambda: scorer.reference_dir,
+                batch_size=self.settings.batch_size, device=lambda: scorer.device,
+                attack=self.settings.audit_attack,
+            )  # fmt: skip
+            self._family_steps[family] = ScoringSteps(self.settings, scorer, auditor)
+        return self._family_steps[family]
 
     def __call__(self, submission_id: str) -> str:
         """Score one submission if it can be claimed; returns the outcome."""
@@ -239,7 +259,7 @@ class JobRunner:
         model_path = directory / stored_name("model")
         if not model_path.is_file():
             raise FileNotFoundError("stored submission is missing its checkpoint")
-        steps = self.steps
+        steps = self.steps_for(metadata.family)
         steps.check_checkpoint(model_path)
         tally = steps.tally(directory, metadata, track)
         steps.bind(submission_id, directory, stored_metadata, tally)
@@ -262,7 +282,7 @@ class JobRunner:
         personal = None
         if "personal" in track.parts:
             personal = steps.personalisations(directory, check_values=False)
-        scores = self.scorer.score(model_path, personal)
+        scores = steps.scorer.score(model_path, personal)
         values.update(computed_figures(track, scores))
         values.update(
             anls=scores.anls,

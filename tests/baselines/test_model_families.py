@@ -221,7 +221,6 @@ class ToyProcessor:
 class ToyT5(ModelFamily):
     name = "toy-t5"
     title = "Toy T5"
-    lora_targets = ("q", "v")
     vt5_names = {"language_backbone": ("",), "spatial_embedding.": (),
                  "visual_embedding.visual_emb_matcher.": (), "visual_embedding.image_model.": ()}
 

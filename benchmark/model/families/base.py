@@ -73,10 +73,12 @@ class ModelFamily:
         shapes: the shapes ``pflkit model init`` writes: ``tiny`` (the kit's CPU shape) and
             ``base`` (the public checkpoint's), plus any alias the family keeps.
         public_checkpoint: the hub checkpoint whose real shape ``base`` is.
-        lora_targets: the module names LoRA adapts by default, in the family's own names (VT5:
-            T5's ``q`` and ``v``).
+        decoder_only: the labels are the whole sequence and position t predicts token t + 1
+            (a decoder-only language model, e.g. Idefics3); ``False``: an encoder-decoder's
+            decoder, whose logits align with the labels (VT5, Pix2Struct).
         vt5_names: what the competition's VT5 names, in which the kit's presets and option
-            defaults are written, mean in this family: a LoRA target (``q``), LoRA's scope
+            defaults are written, mean in this family: a LoRA target (LoRA's default ``q`` and
+            ``v`` give the family's default targets), LoRA's scope
             (``language_backbone``) or a parameter prefix (the frozen visual encoder
             ``visual_embedding.image_model.``) -> the family's names; an empty tuple drops a
             name with no counterpart. A name not listed is the family's own and kept as it is.
@@ -86,7 +88,7 @@ class ModelFamily:
     title: ClassVar[str] = ""
     shapes: ClassVar[tuple[str, ...]] = ("tiny", "base")
     public_checkpoint: ClassVar[str] = ""
-    lora_targets: ClassVar[tuple[str, ...]] = ()
+    decoder_only: ClassVar[bool] = False
     vt5_names: ClassVar[Mapping[str, tuple[str, ...]]] = {}
 
     @classmethod

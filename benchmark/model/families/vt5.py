@@ -23,7 +23,6 @@ class VT5(ModelFamily):
     title = "VT5"
     shapes = ("tiny", "base", "vt5-base")
     public_checkpoint = "rubentito/vt5-base-spdocvqa"
-    lora_targets = ("q", "v")
 
     @classmethod
     def config_from_dict(cls, raw: dict[str, Any]) -> Any:

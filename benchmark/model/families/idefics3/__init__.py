@@ -75,7 +75,7 @@ class Idefics3(ModelFamily):
     name = "idefics3"
     title = "SmolVLM (Idefics3)"
     public_checkpoint = "HuggingFaceTB/SmolVLM-256M-Instruct"
-    lora_targets = ("q_proj", "k_proj", "v_proj", "o_proj")
+    decoder_only = True
     #: T5's projections are Llama's here. VT5's language backbone is the Llama decoder (the
     #: vision encoder has ``q_proj`` too, outside that scope); VT5's visual projection is the
     #: connector (trained in full by LoRA as VT5's is); its frozen DiT is the vision encoder;

@@ -30,7 +30,6 @@ class Pix2Struct(ModelFamily):
     name = "pix2struct"
     title = "Pix2Struct"
     public_checkpoint = "google/pix2struct-docvqa-base"
-    lora_targets = ("query", "value")
     #: T5's projections have longer names here; VT5's backbone scope is the whole model (the
     #: encoder reads the question too); VT5's box and visual-projection tables and its frozen
     #: DiT have no counterpart (the patch encoder is trained, as in the public fine-tuning).
