@@ -298,6 +298,9 @@ class VT5ForConditionalGeneration(VT5PreTrainedModel):
         batch = input_ids.shape[0]
         answers = input_ids.new_full((batch, limit), t5.pad_token_id)
         decoder = CachedT5Decoder(self.language_backbone, states, mask, max_steps=limit)
+        # the decoder holds the states it needs (and drops finished rows' ones): the encoder's
+        # input and whole output are not kept through the decoding (issue 47, peak memory)
+        del embeds, states
         active = torch.arange(batch, device=input_ids.device)  # the answer of each decoder row
         running = torch.ones(batch, dtype=torch.bool, device=input_ids.device)
         step_ids = input_ids.new_full((batch, 1), t5.decoder_start_token_id)
