@@ -15,7 +15,7 @@ from sqlalchemy import bindparam, delete, insert, select
 from sqlalchemy.orm import Session
 
 from benchmark.tracks import track_figures
-from evaluator.tables import SubmissionFigure, stored_value, typed_value
+from evaluator.tables import SubmissionFigure, figure_kinds, stored_value, typed_value
 
 _FIGURES = SubmissionFigure.__table__
 _OF_SUBMISSIONS = select(_FIGURES.c.submission_id, _FIGURES.c.figure, _FIGURES.c.number,
@@ -75,6 +75,7 @@ def figures_of(session: Session, *, submission_ids: Iterable[str]) -> dict[str, 
     out: dict[str, dict[str, Any]] = {}
     if not ids:
         return out
+    kinds = figure_kinds()
     for submission_id, name, number, document in session.execute(_OF_SUBMISSIONS, {"ids": ids}):
-        out.setdefault(submission_id, {})[name] = typed_value(name, number, document)
+        out.setdefault(submission_id, {})[name] = typed_value(kinds.get(name), number, document)
     return out
