@@ -112,11 +112,13 @@ def test_vt5_named_options_are_read_in_the_family_s_own_modules(pix2struct_base:
     lora = LoRA(targets=("q", "k", "v", "o", "wi", "wo"))
     peft_model = lora.prepare(load_model(pix2struct_base), seed=0)
     assert lora.targets == ("query", "key", "value", "output", "wi_0", "wi_1", "wo")
-    assert (lora.scope, lora.fully_trained) == ("", ())
-    adapted = {n.split(".lora_")[0].rsplit(".", 1)[-1]
-               for n, p in peft_model.named_parameters() if p.requires_grad}  # fmt: skip
-    assert {"query", "key", "value", "output", "wi_0", "wi_1", "wo"} <= adapted
-    assert all("lora_" in n for n, p in peft_model.named_parameters() if p.requires_grad)
+    assert (lora.scope, lora.fully_trained) == ("", ("encoder.embeddings.patch_projection.",))
+    trained = [n for n, p in peft_model.named_parameters() if p.requires_grad]
+    adapted = {n.split(".lora_")[0].rsplit(".", 1)[-1] for n in trained if "lora_" in n}
+    assert adapted == {"query", "key", "value", "output", "wi_0", "wi_1", "wo"}
+    assert {n for n in trained if "lora_" not in n} == {
+        "base_model.model.encoder.embeddings.patch_projection.weight",
+        "base_model.model.encoder.embeddings.patch_projection.bias"}  # fmt: skip
     full = FullFineTuning()
     model = full.prepare(load_model(pix2struct_base), seed=0)
     assert full.frozen == () and all(p.requires_grad for p in model.parameters())

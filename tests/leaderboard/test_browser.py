@@ -36,7 +36,7 @@ def test_leaderboard_in_chromium(served_personal, tmp_path):
             ]  # fmt: skip
             first = rows.nth(0).locator("td")
             assert first.nth(0).inner_text() == "1" and first.nth(1).inner_text() == "alpha"
-            assert first.nth(7).inner_text() == "7.7 MB"
+            assert first.nth(3).inner_text() == "vt5" and first.nth(8).inner_text() == "7.7 MB"
             eps4 = page.locator("#track2-eps4-ranked tbody tr")
             assert eps4.count() == 2 and eps4.nth(0).locator("td").nth(1).inner_text() == "beta"
             track3 = page.locator("#track3-ranked tbody tr")
@@ -44,8 +44,8 @@ def test_leaderboard_in_chromium(served_personal, tmp_path):
                 ids["beta-local"], ids["alpha-ft"],
             ]  # fmt: skip
             cells = track3.nth(0).locator("td")
-            assert [cells.nth(i).inner_text() for i in (0, 1, 3, 4, 5, 6, 7)] == [
-                "1", "beta", "0.5219", "0.0812", "0.3904", "0.2702", "0 B",
+            assert [cells.nth(i).inner_text() for i in (0, 1, 3, 4, 5, 6, 7, 8)] == [
+                "1", "beta", "vt5", "0.5219", "0.0812", "0.3904", "0.2702", "0 B",
             ]  # fmt: skip
             assert "no personalised score" in page.locator("#track3-unranked").text_content()
             for plot in ("#plot-track1", "#plot-track2", "#plot-track3"):

@@ -109,6 +109,7 @@ def _mark_queued(
         row.copy_of = copy_of
         row.track = metadata.track
         row.method = metadata.method
+        row.family = metadata.family
         row.description = metadata.description
         row.submission_metadata = metadata.model_dump(mode="json")
         row.model_bytes = model.stat().st_size

@@ -31,12 +31,15 @@ class Pix2Struct(ModelFamily):
     title = "Pix2Struct"
     public_checkpoint = "google/pix2struct-docvqa-base"
     #: T5's projections have longer names here; VT5's backbone scope is the whole model (the
-    #: encoder reads the question too); VT5's box and visual-projection tables and its frozen
-    #: DiT have no counterpart (the patch encoder is trained, as in the public fine-tuning).
+    #: encoder reads the question too); VT5's visual projection (trained and sent in full by
+    #: LoRA, which gives track 2's noise floor a tensor to measure) is the patch projection;
+    #: VT5's box table and its frozen DiT have no counterpart (the patch encoder is trained, as
+    #: in the public fine-tuning).
     vt5_names = {
         "q": ("query",), "k": ("key",), "v": ("value",), "o": ("output",),
         "wi": ("wi_0", "wi_1"), "wo": ("wo",), "language_backbone": ("",),
-        "spatial_embedding.": (), "visual_embedding.visual_emb_matcher.": (),
+        "spatial_embedding.": (),
+        "visual_embedding.visual_emb_matcher.": ("encoder.embeddings.patch_projection.",),
         "visual_embedding.image_model.": (),
     }  # fmt: skip
 
