@@ -1,12 +1,14 @@
-"""Component options: each method, strategy and optimiser declares its own, documented once.
+"""Component options: each method, strategy and optimiser declares its own, as data.
 
 A component (a :class:`~baselines.methods.base.Method`, a
 :class:`~baselines.strategies.base.Strategy`, an :class:`~baselines.optimizers.base.Optimizer`)
-lists its options as frozen dataclasses in ``option_classes``. The ``Attributes:`` section of an
-options class's docstring is its documentation, and ``pflkit train --help`` shows it; field
-metadata (:func:`option`) only says where the command line differs from the field's name. Every
-option has a *key*, unique across the kit, which is the name a preset and ``TrainConfig.options``
-use (``lora_rank``, ``server_lr``, ``epsilon``) and from which its command-line flag is spelled.
+lists its options as frozen dataclasses in ``option_classes``. Each field declares its help in
+its metadata, as ``dataclasses.field(default=..., metadata={"help": ...})`` does (peft's and
+transformers' argument classes); :func:`option` is the short form, and also says where the
+command line differs from the field's name. ``pflkit train --help`` shows that help, and
+:func:`option_specs` refuses a field that declares none. Every option has a *key*, unique across
+the kit, which is the name a preset and ``TrainConfig.options`` use (``lora_rank``,
+``server_lr``, ``epsilon``) and from which its command-line flag is spelled.
 
 A component's options are rebuilt from the keys it owns by :func:`build_options`, so its own
 validation (``__post_init__``) runs on every configuration, with an error that names the flag.
@@ -19,8 +21,6 @@ or optimiser is one new file.
 from __future__ import annotations
 
 import dataclasses
-import inspect
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -31,21 +31,21 @@ __all__ = ["OptionSpec", "build_options", "discover", "option", "option_keys", "
 
 T = TypeVar("T")
 
-_ATTRIBUTE = re.compile(r"^(\s*)([A-Za-z_][A-Za-z0-9_]*(?:,\s*[A-Za-z_][A-Za-z0-9_]*)*):\s*(.*)$")
-
 
 def option(
     default: Any = dataclasses.MISSING,
     *,
+    help: str,
     key: str | None = None,
     flag: str | None = None,
     negate: bool = False,
     choices: tuple[str, ...] | None = None,
 ) -> Any:
-    """A dataclass field of an options class whose command line differs from its name.
+    """A dataclass field of an options class: its help and, where it differs, its command line.
 
     Args:
         default: the field's default value.
+        help: what ``pflkit train --help`` says of the option.
         key: the option's kit-wide key (default: the class's ``key_prefix`` + the field name).
         flag: the command-line flag (default: ``--`` + the key with dashes).
         negate: the flag is a switch that sets the field to ``False`` (``--unweighted``).
@@ -54,7 +54,7 @@ def option(
     Returns:
         A ``dataclasses.field``.
     """
-    metadata = {"key": key, "flag": flag, "negate": negate, "choices": choices}
+    metadata = {"help": help, "key": key, "flag": flag, "negate": negate, "choices": choices}
     return dataclasses.field(default=default, metadata=metadata)
 
 
@@ -68,7 +68,7 @@ class OptionSpec:
         owner: the options class.
         flag: command-line flag (``--lora-rank``).
         kind: ``int``, ``float``, ``str``, ``csv`` (tuple of names) or ``switch``.
-        help: the description from the class's ``Attributes:`` docstring.
+        help: the description the field declares (its metadata's ``help``).
         negate: a switch that sets the field to ``False``.
         choices: allowed values of a string option.
     """
@@ -105,38 +105,20 @@ def _kind(annotation: str) -> str:
     )
 
 
-def _attribute_docs(cls: type) -> dict[str, str]:
-    """The documented fields of an options class and of the options classes it extends (a
-    field inherited from a base, such as every strategy's ``server_lr``, is documented there)."""
-    docs: dict[str, str] = {}
-    for klass in reversed(cls.__mro__):
-        docs.update(_docstring_attributes(inspect.cleandoc(klass.__doc__ or "")))
-    return docs
+def _help(cls: type, field: dataclasses.Field) -> str:
+    """The help a field declares in its metadata.
 
-
-def _docstring_attributes(docstring: str) -> dict[str, str]:
-    """``name: description`` lines of the ``Attributes:`` section of a class docstring."""
-    docs: dict[str, str] = {}
-    lines = docstring.splitlines()
-    inside, indent, current = False, 0, []
-    for line in lines:
-        if line.strip() == "Attributes:":
-            inside = True
-            continue
-        if not inside:
-            continue
-        if line.strip() and not line.startswith(" "):
-            break
-        match = _ATTRIBUTE.match(line)
-        if match and (not current or len(match.group(1)) <= indent):
-            indent = len(match.group(1))
-            current = [name.strip() for name in match.group(2).split(",")]
-            for name in current:
-                docs[name] = match.group(3).strip()
-        elif current and line.strip():
-            for name in current:
-                docs[name] += " " + line.strip()
-    return docs
+    Raises:
+        TypeError: when the field declares none.
+    """
+    text = field.metadata.get("help")
+    if not isinstance(text, str) or not text.strip():
+        raise TypeError(
+            f"option {cls.__name__}.{field.name} declares no help: declare it as "
+            f'{field.name} = option(DEFAULT, help="...") (baselines.options.option) or '
+            'dataclasses.field(default=..., metadata={"help": "..."})'
+        )
+    return text
 
 
 def option_specs(cls: type) -> list[OptionSpec]:
@@ -149,11 +131,11 @@ def option_specs(cls: type) -> list[OptionSpec]:
         One spec per field.
 
     Raises:
-        TypeError: when ``cls`` is not a dataclass or a field has no command-line form.
+        TypeError: when ``cls`` is not a dataclass, or a field has no command-line form or
+            declares no help.
     """
     if not dataclasses.is_dataclass(cls):
         raise TypeError(f"{cls.__name__} is not a dataclass; options classes are dataclasses")
-    docs = _attribute_docs(cls)
     prefix = getattr(cls, "key_prefix", "")
     specs = []
     for field in dataclasses.fields(cls):
@@ -166,7 +148,7 @@ def option_specs(cls: type) -> list[OptionSpec]:
                 owner=cls,
                 flag=meta.get("flag") or "--" + key.replace("_", "-"),
                 kind=_kind(field.type),
-                help=docs.get(field.name, ""),
+                help=_help(cls, field),
                 negate=bool(meta.get("negate")),
                 choices=meta.get("choices"),
             )

@@ -20,27 +20,34 @@ from baselines.strategies import STRATEGIES
 
 @dataclass(frozen=True)
 class PretrainingOptions:
-    """Options of the pre-training phase.
-
-    Attributes:
-        rounds: federated pre-training rounds before fine-tuning (0: none). Their messages are
-            logged before the fine-tuning rounds' and count in the run's total bytes.
-        objectives: the denoising objectives, one drawn per page (tm: text, lm: layout, tlm:
-            text and layout).
-        clients_per_round: clients sampled per pre-training round (unset: the run's).
-        strategy: server strategy of the pre-training rounds (unset: the run's).
-        server_lr: server learning rate of the pre-training rounds (unset: that strategy's
-            default).
-        lr: the clients' local learning rate while pre-training (unset: the run's).
-    """
+    """Options of the pre-training phase."""
 
     key_prefix: ClassVar[str] = "fsp_"
-    rounds: int = 0
-    objectives: tuple[str, ...] = tuple(OBJECTIVES)
-    clients_per_round: int | None = None
-    strategy: str | None = option(None, choices=tuple(STRATEGIES))
-    server_lr: float | None = None
-    lr: float | None = None
+    rounds: int = option(
+        0,
+        help="federated pre-training rounds before fine-tuning (0: none). Their messages are "
+        "logged before the fine-tuning rounds' and count in the run's total bytes.",
+    )
+    objectives: tuple[str, ...] = option(
+        tuple(OBJECTIVES),
+        help="the denoising objectives, one drawn per page (tm: text, lm: layout, tlm: text "
+        "and layout).",
+    )
+    clients_per_round: int | None = option(
+        None, help="clients sampled per pre-training round (unset: the run's)."
+    )
+    strategy: str | None = option(
+        None,
+        choices=tuple(STRATEGIES),
+        help="server strategy of the pre-training rounds (unset: the run's).",
+    )
+    server_lr: float | None = option(
+        None,
+        help="server learning rate of the pre-training rounds (unset: that strategy's default).",
+    )
+    lr: float | None = option(
+        None, help="the clients' local learning rate while pre-training (unset: the run's)."
+    )
 
     def __post_init__(self) -> None:
         if self.rounds < 0:

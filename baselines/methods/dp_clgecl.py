@@ -70,7 +70,7 @@ from baselines.methods.base import Method, RunShape
 from baselines.methods.dp_fedavg import DPFedAvg
 from baselines.methods.full import FullFineTuning
 from baselines.methods.lora import LoRA
-from baselines.options import build_options
+from baselines.options import build_options, option
 from baselines.privacy.plan import PrivacyOptions
 
 DUAL = "clgecl/dual/"
@@ -81,16 +81,16 @@ PROPOSAL = "clgecl/proposal/"
 class CLGECLOptions:
     """Options of DP-CLGECL.
 
-    Attributes:
-        alpha: DP-CLGECL: step of the dual update and weight of the proximal term
-            (alpha / 2) ||w - z||^2 in the local loss (0: no correction, DP-FedAvg).
-
     Raises:
         ValueError: for a negative alpha.
     """
 
     key_prefix: ClassVar[str] = "clgecl_"
-    alpha: float = 0.01
+    alpha: float = option(
+        0.01,
+        help="DP-CLGECL: step of the dual update and weight of the proximal term "
+        "(alpha / 2) ||w - z||^2 in the local loss (0: no correction, DP-FedAvg).",
+    )
 
     def __post_init__(self) -> None:
         if not self.alpha >= 0:

@@ -64,7 +64,7 @@ from baselines.core.client_update import ClientUpdate
 from baselines.methods.base import RunShape
 from baselines.methods.finetune import FineTuneOptions
 from baselines.methods.lora import LoRA, LoRAOptions
-from baselines.options import build_options
+from baselines.options import build_options, option
 
 SHARED, LOCAL, GLOBAL = "default", "local", "global"
 #: the DAT's weight on each of its two adapters (the public code's fixed gate).
@@ -75,17 +75,17 @@ DAT_WEIGHT = 0.5
 class FedDATOptions:
     """Options of FedDAT's mutual distillation.
 
-    Attributes:
-        temperature: FedDAT: softmax temperature of the distillation KL (scaled by T^2).
-        kl_mix: FedDAT: weight w of the KL term in each adapter's loss (1 - w) CE + w KL.
-
     Raises:
         ValueError: for a temperature <= 0 or a weight outside [0, 1].
     """
 
     key_prefix: ClassVar[str] = "feddat_"
-    temperature: float = 3.0
-    kl_mix: float = 0.5
+    temperature: float = option(
+        3.0, help="FedDAT: softmax temperature of the distillation KL (scaled by T^2)."
+    )
+    kl_mix: float = option(
+        0.5, help="FedDAT: weight w of the KL term in each adapter's loss (1 - w) CE + w KL."
+    )
 
     def __post_init__(self) -> None:
         if not self.temperature > 0:

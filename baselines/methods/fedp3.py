@@ -67,18 +67,21 @@ ENTROPY_FLOOR = 1e-6
 class FedP3Options:
     """Options of FedP3.
 
-    Attributes:
-        lambda_: FedP3: trade-off factor lambda of the pairwise-preference term (Eq. 8.15).
-        candidates: FedP3: vocabulary tokens per answer position that the forgotten-knowledge
-            filter keeps for the pairwise preference (N).
-
     Raises:
         ValueError: for a negative lambda or fewer than 2 candidates.
     """
 
     key_prefix: ClassVar[str] = "fedp3_"
-    lambda_: float = option(1.0, key="fedp3_lambda")
-    candidates: int = 10
+    lambda_: float = option(
+        1.0,
+        key="fedp3_lambda",
+        help="FedP3: trade-off factor lambda of the pairwise-preference term (Eq. 8.15).",
+    )
+    candidates: int = option(
+        10,
+        help="FedP3: vocabulary tokens per answer position that the forgotten-knowledge "
+        "filter keeps for the pairwise preference (N).",
+    )
 
     def __post_init__(self) -> None:
         if not self.lambda_ >= 0:

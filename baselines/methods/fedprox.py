@@ -20,22 +20,22 @@ import torch
 from baselines.core.client_job import ClientJob
 from baselines.methods.base import RunShape
 from baselines.methods.full import VISUAL_ENCODER, FullFineTuning, FullFineTuningOptions
-from baselines.options import build_options
+from baselines.options import build_options, option
 
 
 @dataclass(frozen=True)
 class FedProxOptions:
     """Options of FedProx.
 
-    Attributes:
-        mu: FedProx: weight mu of the proximal term (mu / 2) ||w - w_global||^2 (0: FedAvg).
-
     Raises:
         ValueError: for a negative mu.
     """
 
     key_prefix: ClassVar[str] = "fedprox_"
-    mu: float = 0.01
+    mu: float = option(
+        0.01,
+        help="FedProx: weight mu of the proximal term (mu / 2) ||w - w_global||^2 (0: FedAvg).",
+    )
 
     def __post_init__(self) -> None:
         if not self.mu >= 0:

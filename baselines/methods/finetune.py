@@ -32,23 +32,23 @@ from baselines.core.parameters import get_values, select_communicated, set_value
 from baselines.methods.base import RunShape
 from baselines.methods.full import VISUAL_ENCODER, FullFineTuning, FullFineTuningOptions
 from baselines.optimizers.adamw import OFFICIAL_WEIGHT_DECAY
-from baselines.options import build_options
+from baselines.options import build_options, option
 
 
 @dataclass(frozen=True)
 class FineTuneOptions:
     """Options of local fine-tuning.
 
-    Attributes:
-        epochs: fine-tuning: epochs each client fine-tunes the final global model on its own
-            data after the last round (0: no fine-tuning, every client uses the global model).
-
     Raises:
         ValueError: for a negative number of epochs.
     """
 
     key_prefix: ClassVar[str] = "finetune_"
-    epochs: int = 1
+    epochs: int = option(
+        1,
+        help="fine-tuning: epochs each client fine-tunes the final global model on its own "
+        "data after the last round (0: no fine-tuning, every client uses the global model).",
+    )
 
     def __post_init__(self) -> None:
         if self.epochs < 0:

@@ -13,20 +13,19 @@ from typing import Any
 from torch import nn
 
 from baselines.methods.base import Method, RunShape, match_prefixes
-from baselines.options import build_options
+from baselines.options import build_options, option
 
 VISUAL_ENCODER = "visual_embedding.image_model."
 
 
 @dataclass(frozen=True)
 class FullFineTuningOptions:
-    """Options of full fine-tuning.
+    """Options of full fine-tuning."""
 
-    Attributes:
-        frozen: full fine-tuning: parameter-name prefixes kept frozen and never sent.
-    """
-
-    frozen: tuple[str, ...] = (VISUAL_ENCODER,)
+    frozen: tuple[str, ...] = option(
+        (VISUAL_ENCODER,),
+        help="full fine-tuning: parameter-name prefixes kept frozen and never sent.",
+    )
 
 
 class FullFineTuning(Method):

@@ -31,24 +31,24 @@ DEFAULT_FULLY_TRAINED = ("spatial_embedding.", "visual_embedding.visual_emb_matc
 
 @dataclass(frozen=True)
 class LoRAOptions:
-    """Options of LoRA (the ``lora`` and ``dp-lora`` methods).
-
-    Attributes:
-        rank: LoRA rank r.
-        alpha: LoRA alpha (default 2 x rank).
-        targets: Comma-separated module names that get adapters (T5: q, k, v, o, wi, wo).
-        scope: LoRA: module prefix adapters are restricted to ("" for anywhere).
-        fully_trained: LoRA: comma-separated parameter-name prefixes trained and sent in full.
-        dropout: LoRA dropout.
-    """
+    """Options of LoRA (the ``lora`` and ``dp-lora`` methods)."""
 
     key_prefix: ClassVar[str] = "lora_"
-    rank: int = 6
-    alpha: float | None = None
-    targets: tuple[str, ...] = DEFAULT_TARGETS
-    scope: str = DEFAULT_SCOPE
-    fully_trained: tuple[str, ...] = option(DEFAULT_FULLY_TRAINED, key="fully_trained")
-    dropout: float = 0.0
+    rank: int = option(6, help="LoRA rank r.")
+    alpha: float | None = option(None, help="LoRA alpha (default 2 x rank).")
+    targets: tuple[str, ...] = option(
+        DEFAULT_TARGETS,
+        help="Comma-separated module names that get adapters (T5: q, k, v, o, wi, wo).",
+    )
+    scope: str = option(
+        DEFAULT_SCOPE, help='LoRA: module prefix adapters are restricted to ("" for anywhere).'
+    )
+    fully_trained: tuple[str, ...] = option(
+        DEFAULT_FULLY_TRAINED,
+        key="fully_trained",
+        help="LoRA: comma-separated parameter-name prefixes trained and sent in full.",
+    )
+    dropout: float = option(0.0, help="LoRA dropout.")
 
 
 class LoRA(Method):

@@ -41,7 +41,7 @@ from baselines.core.parameters import get_values, parameter_map, set_values
 from baselines.methods.base import RunShape
 from baselines.methods.finetune import FineTuneOptions, LocalFineTuning
 from baselines.methods.full import VISUAL_ENCODER, FullFineTuningOptions
-from baselines.options import build_options
+from baselines.options import build_options, option
 
 #: parameter-name fragments of the T5 attention layers (self- and cross-attention).
 ATTENTION = (".SelfAttention.", ".EncDecAttention.")
@@ -51,19 +51,21 @@ ATTENTION = (".SelfAttention.", ".EncDecAttention.")
 class PFedCROptions:
     """Options of pFedCR's personalisation stage.
 
-    Attributes:
-        mix: pFedCR: weight of the locally fine-tuned model in the average with the global one
-            (w = mix * local + (1 - mix) * global).
-        attention_epochs: pFedCR: epochs that fine-tune only the attention layers after the
-            averaging (0: none).
-
     Raises:
         ValueError: for a mix outside [0, 1] or negative epochs.
     """
 
     key_prefix: ClassVar[str] = "pfedcr_"
-    mix: float = 0.5
-    attention_epochs: int = 1
+    mix: float = option(
+        0.5,
+        help="pFedCR: weight of the locally fine-tuned model in the average with the global "
+        "one (w = mix * local + (1 - mix) * global).",
+    )
+    attention_epochs: int = option(
+        1,
+        help="pFedCR: epochs that fine-tune only the attention layers after the averaging "
+        "(0: none).",
+    )
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.mix <= 1.0:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from baselines.optimizers.base import LocalOptimizerOptions, Optimizer
+from baselines.options import option
 
 #: torch.optim.AdamW's default weight decay, which the official ``build_optimizer`` keeps: the
 #: presets that follow the organisers' FedAvg recipe set it.
@@ -22,16 +23,12 @@ OFFICIAL_WEIGHT_DECAY = 0.01
 class AdamWOptions:
     """Options of the local AdamW.
 
-    Attributes:
-        lr: local learning rate.
-        weight_decay: local decoupled weight decay.
-
     Raises:
         ValueError: for a learning rate <= 0 or a negative weight decay.
     """
 
-    lr: float = 2e-4
-    weight_decay: float = 0.0
+    lr: float = option(2e-4, help="local learning rate.")
+    weight_decay: float = option(0.0, help="local decoupled weight decay.")
 
     def __post_init__(self) -> None:
         if not self.lr > 0:

@@ -26,19 +26,21 @@ from baselines.options import build_options, option
 class LocalOptimizerOptions:
     """Options every local optimiser has.
 
-    Attributes:
-        max_grad_value: clip every entry of every local gradient to [-c, c] before the step
-            (element-wise clipping; unset: none).
-        persist_state: keep each client's optimiser state (moments, preconditioners) from one of
-            its rounds to its next, saved with the run (default: a fresh optimiser every round).
-
     Raises:
         ValueError: for a clipping value that is not > 0.
     """
 
-    max_grad_value: float | None = None
+    max_grad_value: float | None = option(
+        None,
+        help="clip every entry of every local gradient to [-c, c] before the step "
+        "(element-wise clipping; unset: none).",
+    )
     persist_state: bool = option(
-        False, key="persist_optimizer_state", flag="--persist-optimizer-state"
+        False,
+        key="persist_optimizer_state",
+        flag="--persist-optimizer-state",
+        help="keep each client's optimiser state (moments, preconditioners) from one of its "
+        "rounds to its next, saved with the run (default: a fresh optimiser every round).",
     )
 
     def __post_init__(self) -> None:

@@ -8,27 +8,22 @@ from dataclasses import dataclass
 import torch
 
 from baselines.optimizers.base import LocalOptimizerOptions, Optimizer
+from baselines.options import option
 
 
 @dataclass(frozen=True)
 class SGDOptions:
     """Options of the local SGD.
 
-    Attributes:
-        lr: local learning rate.
-        momentum: sgd: momentum factor (0: plain SGD).
-        nesterov: sgd: Nesterov momentum (needs momentum > 0).
-        weight_decay: local L2 weight decay.
-
     Raises:
         ValueError: for a learning rate <= 0, a momentum outside [0, 1) or Nesterov without
             momentum.
     """
 
-    lr: float = 1e-2
-    momentum: float = 0.9
-    nesterov: bool = False
-    weight_decay: float = 0.0
+    lr: float = option(1e-2, help="local learning rate.")
+    momentum: float = option(0.9, help="sgd: momentum factor (0: plain SGD).")
+    nesterov: bool = option(False, help="sgd: Nesterov momentum (needs momentum > 0).")
+    weight_decay: float = option(0.0, help="local L2 weight decay.")
 
     def __post_init__(self) -> None:
         if not self.lr > 0:

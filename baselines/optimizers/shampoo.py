@@ -51,26 +51,32 @@ from baselines.options import option
 class ShampooOptions:
     """Options of the local Shampoo.
 
-    Attributes:
-        lr: local learning rate.
-        momentum: heavy-ball momentum on the preconditioned direction (0: none).
-        weight_decay: local decoupled weight decay.
-        eps: shampoo: the preconditioners' starting value eps * I (and the floor of their
-            eigenvalues).
-        block_size: shampoo: the longest side of a preconditioned block; larger matrices are
-            cut into blocks (block-diagonal approximation).
-        update_every: shampoo: recompute the inverse 4th roots every N steps.
-
     Raises:
         ValueError: naming the invalid option.
     """
 
-    lr: float = 1e-3
-    momentum: float = 0.0
-    weight_decay: float = 0.0
-    eps: float = option(1e-6, key="shampoo_eps")
-    block_size: int = option(256, key="shampoo_block_size")
-    update_every: int = option(1, key="shampoo_update_every")
+    lr: float = option(1e-3, help="local learning rate.")
+    momentum: float = option(
+        0.0, help="heavy-ball momentum on the preconditioned direction (0: none)."
+    )
+    weight_decay: float = option(0.0, help="local decoupled weight decay.")
+    eps: float = option(
+        1e-6,
+        key="shampoo_eps",
+        help="shampoo: the preconditioners' starting value eps * I (and the floor of their "
+        "eigenvalues).",
+    )
+    block_size: int = option(
+        256,
+        key="shampoo_block_size",
+        help="shampoo: the longest side of a preconditioned block; larger matrices are cut "
+        "into blocks (block-diagonal approximation).",
+    )
+    update_every: int = option(
+        1,
+        key="shampoo_update_every",
+        help="shampoo: recompute the inverse 4th roots every N steps.",
+    )
 
     def __post_init__(self) -> None:
         if not self.lr > 0:

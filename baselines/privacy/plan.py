@@ -32,36 +32,50 @@ REFERENCE_PROVIDER_FRACTION = 50 / 400
 class PrivacyOptions:
     """What a DP run asks for (the options of the ``dp-`` methods).
 
-    Attributes:
-        epsilon: DP methods: target epsilon per provider (the noise is calibrated to it; unset:
-            declare what --noise-multiplier gives).
-        delta: DP methods: target delta in (0, 1) (default 1e-5).
-        noise_multiplier: DP methods: noise multiplier sigma instead of calibrating it.
-        clipping_norm: DP methods: S, the L2 bound of one provider's update (default 0.5).
-        providers_per_round: DP methods: m, expected providers per sampled client per round
-            (default 50/400 of the fewest providers at a client, at least 1).
-        sampling: DP methods: provider sampling at a client, poisson or fixed (fixed is not
-            covered by the accountant).
-        analysis: DP methods: sampling-rate analysis, competition (q = M/K x m/N) or strict
-            (q = m/N, no amplification by clients).
-        provider_path: DP methods: how a client computes its clipped sum, streamed (each
-            provider's update clipped and added in reused buffers) or reference (every update
-            kept, then clipped and summed); same result to float32 rounding.
-
     Raises:
         ValueError: naming the invalid option and what to do.
     """
 
-    epsilon: float | None = None
-    delta: float = PRIVACY.delta
-    noise_multiplier: float | None = None
-    clipping_norm: float = 0.5
-    providers_per_round: int | None = None
-    sampling: str = option("poisson", key="provider_sampling", flag="--sampling",
-                           choices=SAMPLINGS)
-    analysis: str = option("competition", key="privacy_analysis", flag="--analysis",
-                           choices=ANALYSES)
-    provider_path: str = option("streamed", choices=PROVIDER_PATHS)
+    epsilon: float | None = option(
+        None,
+        help="DP methods: target epsilon per provider (the noise is calibrated to it; unset: "
+        "declare what --noise-multiplier gives).",
+    )
+    delta: float = option(PRIVACY.delta, help="DP methods: target delta in (0, 1) (default 1e-5).")
+    noise_multiplier: float | None = option(
+        None, help="DP methods: noise multiplier sigma instead of calibrating it."
+    )
+    clipping_norm: float = option(
+        0.5, help="DP methods: S, the L2 bound of one provider's update (default 0.5)."
+    )
+    providers_per_round: int | None = option(
+        None,
+        help="DP methods: m, expected providers per sampled client per round (default 50/400 "
+        "of the fewest providers at a client, at least 1).",
+    )
+    sampling: str = option(
+        "poisson",
+        key="provider_sampling",
+        flag="--sampling",
+        choices=SAMPLINGS,
+        help="DP methods: provider sampling at a client, poisson or fixed (fixed is not "
+        "covered by the accountant).",
+    )
+    analysis: str = option(
+        "competition",
+        key="privacy_analysis",
+        flag="--analysis",
+        choices=ANALYSES,
+        help="DP methods: sampling-rate analysis, competition (q = M/K x m/N) or strict "
+        "(q = m/N, no amplification by clients).",
+    )
+    provider_path: str = option(
+        "streamed",
+        choices=PROVIDER_PATHS,
+        help="DP methods: how a client computes its clipped sum, streamed (each provider's "
+        "update clipped and added in reused buffers) or reference (every update kept, then "
+        "clipped and summed); same result to float32 rounding.",
+    )
 
     def __post_init__(self) -> None:
         if self.epsilon is not None and not (math.isfinite(self.epsilon) and self.epsilon > 0):

@@ -27,6 +27,9 @@ from baselines.options import build_options, option
 class StrategyOptions:
     """Options of every strategy.
 
+    The command line reads each field's declared ``help``; the ``Attributes:`` below are the API
+    reference's copy of it (``tests/baselines/test_option_help.py`` keeps the two equal).
+
     Attributes:
         clients_per_round: M, clients sampled (without replacement) each round.
         weighted: weight client updates by their number of examples (--unweighted: a plain
@@ -35,9 +38,18 @@ class StrategyOptions:
             FedAvgM, 1e-2 for FedAdam and FedYogi).
     """
 
-    clients_per_round: int = 2
-    weighted: bool = option(True, flag="--unweighted", negate=True)
-    server_lr: float | None = None
+    clients_per_round: int = option(2, help="M, clients sampled (without replacement) each round.")
+    weighted: bool = option(
+        True,
+        flag="--unweighted",
+        negate=True,
+        help="weight client updates by their number of examples (--unweighted: a plain mean).",
+    )
+    server_lr: float | None = option(
+        None,
+        help="server learning rate eta (unset: the strategy's default, 1 for FedAvg and "
+        "FedAvgM, 1e-2 for FedAdam and FedYogi).",
+    )
 
     def __post_init__(self) -> None:
         if self.clients_per_round < 1:

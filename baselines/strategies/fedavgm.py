@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from baselines.core.client_update import ClientUpdate
+from baselines.options import option
 from baselines.strategies.aggregation import apply_update, momentum_velocity
 from baselines.strategies.base import StrategyOptions, check_decay, pack_state, unpack_state
 from baselines.strategies.fedavg import FedAvg
@@ -20,13 +21,9 @@ from baselines.strategies.fedavg import FedAvg
 
 @dataclass(frozen=True)
 class FedAvgMOptions(StrategyOptions):
-    """Options of FedAvgM: every strategy's, and its momentum.
+    """Options of FedAvgM: every strategy's, and its momentum."""
 
-    Attributes:
-        server_momentum: FedAvgM momentum beta.
-    """
-
-    server_momentum: float = 0.9
+    server_momentum: float = option(0.9, help="FedAvgM momentum beta.")
 
     def __post_init__(self) -> None:
         super().__post_init__()

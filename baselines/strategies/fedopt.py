@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from baselines.core.client_update import ClientUpdate
+from baselines.options import option
 from baselines.strategies.aggregation import adaptive_step, apply_update, first_moment
 from baselines.strategies.base import StrategyOptions, check_decay, pack_state, unpack_state
 from baselines.strategies.fedavg import FedAvg
@@ -24,17 +25,11 @@ from baselines.strategies.fedavg import FedAvg
 
 @dataclass(frozen=True)
 class FedOptOptions(StrategyOptions):
-    """Options of FedAdam and FedYogi: every strategy's, and the moments'.
+    """Options of FedAdam and FedYogi: every strategy's, and the moments'."""
 
-    Attributes:
-        beta1: first-moment decay of FedAdam / FedYogi.
-        beta2: second-moment decay of FedAdam / FedYogi.
-        tau: adaptivity of FedAdam / FedYogi (v_{-1} = tau^2).
-    """
-
-    beta1: float = 0.9
-    beta2: float = 0.99
-    tau: float = 1e-3
+    beta1: float = option(0.9, help="first-moment decay of FedAdam / FedYogi.")
+    beta2: float = option(0.99, help="second-moment decay of FedAdam / FedYogi.")
+    tau: float = option(1e-3, help="adaptivity of FedAdam / FedYogi (v_{-1} = tau^2).")
 
     def __post_init__(self) -> None:
         super().__post_init__()
