@@ -9,6 +9,9 @@ parameter but the frozen ones) and LoRA rank 6 on the default targets (the track
 formulas (:mod:`benchmark.wire_formats`), one client's upload in one round.
 
     python -m bench.family_sizes [--out docs/results/family_sizes.jsonl]
+
+The table is also written beside the JSONL as Markdown (``family_sizes.md``), which the docs
+include as it is.
 """
 
 from __future__ import annotations
@@ -58,11 +61,19 @@ def main() -> None:
     rows = [row for name in sorted(FAMILIES) for row in family_sizes(name)]
     stamp = {"date": date.today().isoformat(), "command": "python -m bench.family_sizes"}
     args.out.write_text("".join(json.dumps({**row, **stamp}) + "\n" for row in rows))
-    print("| family | method | parameters | values sent | fp32 bytes | NF4 bytes |")
-    print("| --- | --- | ---: | ---: | ---: | ---: |")
-    for row in rows:
-        print(f"| {row['family']} | {row['method']} | {row['parameters']:,} | "
-              f"{row['communicated_values']:,} | {row['fp32_bytes']:,} | {row['nf4_bytes']:,} |")
+    table = markdown_table(rows)
+    args.out.with_suffix(".md").write_text(table)
+    print(table, end="")
+
+
+def markdown_table(rows: list[dict[str, Any]]) -> str:
+    """The rows as a Markdown table (one client's upload in one round)."""
+    lines = ["| family | public checkpoint | method | parameters | values sent | fp32 bytes "
+             "| NF4 bytes |", "| --- | --- | --- | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    lines += [f"| {row['family']} | `{row['public_checkpoint']}` | {row['method']} | "
+              f"{row['parameters']:,} | {row['communicated_values']:,} | {row['fp32_bytes']:,} | "
+              f"{row['nf4_bytes']:,} |" for row in rows]  # fmt: skip
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
