@@ -1,1 +1,2 @@
-"""Pre-training of the shipped tiny VT5 base model on the public corpus."""
+"""Pre-training on the public corpus: the shipped tiny VT5 base model (recipe, trainer, run)
+and another family's tiny shape from random weights (family_recipe, family_qa)."""

@@ -21,8 +21,13 @@ def corpus_texts(training: Any) -> list[str]:
     return texts
 
 
-def _check_recipe(run_dir: Path, recipe: PretrainingRecipe) -> None:
-    """Refuse to resume a run under a different recipe; write the recipe of a new run."""
+def check_recipe(run_dir: Path, recipe: Any) -> None:
+    """Refuse to resume a run under a different recipe; write the recipe of a new run.
+
+    Args:
+        run_dir: the run directory.
+        recipe: a :class:`PretrainingRecipe` or any recipe with ``to_dict()`` (another family's).
+    """
     path = run_dir / RECIPE_FILE
     wanted = json.loads(json.dumps(recipe.to_dict()))
     if path.is_file():
@@ -72,7 +77,7 @@ def open_run(public_dir: Path, run_dir: Path, recipe: PretrainingRecipe):
 
     training = load_split(public_dir, "train")
     validation = load_split(public_dir, "val")
-    _check_recipe(run_dir, recipe)
+    check_recipe(run_dir, recipe)
     checkpoint = latest_checkpoint(run_dir)
     if checkpoint is not None:
         model = load_model(checkpoint)

@@ -100,21 +100,27 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
     return complete[-1] if complete else None
 
 
-def _save(run_dir: Path, step: int, model: Any, processor: Any, optimizer: Any) -> Path:
-    """Write a complete checkpoint atomically and drop all but the newest few."""
+def save_run_checkpoint(run_dir: Path, step: int, model: Any, processor: Any, optimizer: Any,
+                        **state: Any) -> Path:
+    """Write a complete checkpoint atomically and drop all but the newest few.
+
+    The optimiser state (and any extra ``state``, e.g. another loop's clock) is written last, by
+    a rename, so a directory holding it is complete: :func:`latest_checkpoint` ignores the rest.
+    """
     from benchmark.model.loading import save_checkpoint
 
     target = run_dir / CHECKPOINTS / f"step-{step:06d}"
     save_checkpoint(model, processor, target)
     state_tmp = target / (STATE_FILE + ".tmp")
-    torch.save({"step": step, "optimizer": optimizer.state_dict()}, state_tmp)
+    torch.save({"step": step, "optimizer": optimizer.state_dict(), **state}, state_tmp)
     os.replace(state_tmp, target / STATE_FILE)
     for old in sorted((run_dir / CHECKPOINTS).glob("step-*"))[:-KEEP_CHECKPOINTS]:
         shutil.rmtree(old, ignore_errors=True)
     return target
 
 
-def _append_curve(run_dir: Path, entry: dict) -> None:
+def append_curve(run_dir: Path, entry: dict) -> None:
+    """Add one point to the run's learning curve (one JSON object a line)."""
     with open(run_dir / CURVE, "a", encoding="utf-8") as handle:
         handle.write(json.dumps(entry) + "\n")
 
@@ -192,11 +198,11 @@ def pretrain(model: Any, processor: Any, training: Any, validation: Any, run_dir
                 "by_question_type": {k: round(v.anls, 4)
                                      for k, v in result.by_question_type.items()},
             }
-            _append_curve(run_dir, last_eval)
+            append_curve(run_dir, last_eval)
             bar.write(f"step {done}: held-out value ANLS {result.anls:.3f} "
                       f"(target {TARGET_ANLS}), moved layouts {moved.anls:.3f}, "
                       f"loss {loss.item():.3f}")
         if done % recipe.checkpoint_every == 0 or done == stop:
-            _save(run_dir, done, model, processor, optimizer)
+            save_run_checkpoint(run_dir, done, model, processor, optimizer)
     bar.close()
     return last_eval
