@@ -55,6 +55,8 @@ class Track:
         budgets: the epsilon budgets, one ranking each (empty: one ranking).
         delta: the largest delta a privacy claim may have (``None``: no privacy claim).
         title: what the track measures, the heading of its page section.
+        description: the track in one or two sentences for a reader of the leaderboard (the
+            opening of its page section, before the link to how a submission is scored).
         result_columns: the shared figures (``benchmark.result_figures.SHARED_FIGURES``) only
             this track fills, shown and exported beside the scores every track has.
         figures: the figures only this track has ([Figure][benchmark.result_figures.Figure]),
@@ -77,6 +79,7 @@ class Track:
     budgets: tuple[float, ...] = ()
     delta: float | None = None
     title: str = ""
+    description: str = ""
     result_columns: tuple[str, ...] = ()
     figures: tuple[Figure, ...] = ()
     plot: str | None = None
@@ -125,6 +128,9 @@ COMMUNICATION = Track(
     threshold_key="track1_threshold",
     threshold_setting="PFLKIT_LEADERBOARD_THRESHOLD",
     title="communication efficiency",
+    description="Federated training that spends the fewest bytes: submissions that reach the "
+    "ANLS threshold (95% of the organisers' FedAvg baseline) rank by the bytes their clients "
+    "and server exchanged, as the evaluator counts them from the communication log.",
     plot="bytes",
     section="tracks/communication.html",
 )
@@ -136,6 +142,9 @@ PRIVACY = Track(
     budgets=(1.0, 4.0, 8.0),
     delta=1e-5,
     title="differential privacy per provider",
+    description="The best answers under a provider-level differential-privacy guarantee: "
+    "claims the evaluator verified rank by test ANLS within each budget of epsilon (1, 4 and 8), "
+    "and a claim counts in every budget at or above its epsilon.",
     result_columns=("epsilon", "delta", "privacy_verified"),
     plot="epsilon",
     section="tracks/privacy.html",
@@ -146,6 +155,8 @@ PERSONALISATION = Track(
     ranking="personal_anls",
     parts=("model", "communication_log", "communication_details", "metadata", "personal"),
     title="personalisation",
+    description="One model per client: each client's personalised model answers that client's "
+    "own test questions, and submissions rank by the mean ANLS over all those questions.",
     figures=(
         Figure("personal_anls", label="mean personalised ANLS", short="pers.",
                decimals=PUBLIC_DECIMALS, better="higher", compute="personal.personal_anls",

@@ -39,6 +39,8 @@ def add_fast_reads(app: Any) -> None:
         if track.plot is not None:
             fast.add(f"/leaderboard/plots/track{number}.png", _plot,
                      route="/leaderboard/plots/track{track}.png")  # fmt: skip
+            fast.add(f"/leaderboard/plots/track{number}.json", _plot_map,
+                     route="/leaderboard/plots/track{track}.json")  # fmt: skip
 
 
 def _query(scope: dict[str, Any]) -> dict[str, str] | None:
@@ -108,3 +110,8 @@ async def _csv(app: Any, scope: dict[str, Any], _: str | None) -> Answer | None:
 async def _plot(app: Any, scope: dict[str, Any], _: str | None) -> Answer | None:
     number = int(scope["path"].removeprefix("/leaderboard/plots/track").removesuffix(".png"))
     return await _cached(app, scope, ("plot", number), PLOT_TYPE)
+
+
+async def _plot_map(app: Any, scope: dict[str, Any], _: str | None) -> Answer | None:
+    number = int(scope["path"].removeprefix("/leaderboard/plots/track").removesuffix(".json"))
+    return await _cached(app, scope, ("plot map", number), JSON_TYPE)

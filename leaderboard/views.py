@@ -30,6 +30,8 @@ from evaluator.readiness import canaries_present
 from leaderboard.board import Board, build_board
 from leaderboard.cache import VersionedCache
 from leaderboard.kept_rows import kept_rows
+from leaderboard.plot_canvas import DrawnPlot
+from leaderboard.plots import track_plot
 from leaderboard.responses import View
 from leaderboard.warmer import ViewWarmer
 
@@ -83,6 +85,28 @@ def board(app: Any, session: Session, *, all_submissions: bool, public: bool) ->
     version = crud.board_version(session)  # first: the rows read after it are no older
     key = (settings.db_url, version, _threshold_key(settings), "board", all_submissions, public)
     return _cache.get(key, build)
+
+
+def plot(app: Any, session: Session, track: int) -> DrawnPlot:
+    """A track's plot of every submission, drawn once per board version for both its image
+    and the map of what it drew (``/leaderboard/plots/track{n}.png`` and ``.json``).
+
+    Args:
+        app: the FastAPI app.
+        session: an open session.
+        track: a track number with a plot.
+
+    Returns:
+        The drawn plot.
+    """
+    settings = app.state.settings
+    version = crud.board_version(session)
+    key = (settings.db_url, version, _threshold_key(settings), "drawn plot", track)
+
+    def draw() -> DrawnPlot:
+        return track_plot(board(app, session, all_submissions=True, public=True).tracks[track])
+
+    return _cache.get(key, draw)
 
 
 async def served_view(

@@ -23,6 +23,8 @@ MAX_MODEL_BYTES_CEILING = 8 * 1024 * MIB
 MAX_HEADER_BYTES_CEILING = 100 * MIB
 # Threads of one API process for blocking work (database, file checks), and so its connections.
 DEFAULT_API_THREADS = 16
+#: where the documentation site is published unless ``docs_url`` says otherwise.
+DEFAULT_DOCS_URL = "/site/"
 PLACEHOLDER_TOKENS = {
     "changeme",
     "change-me",
@@ -110,6 +112,11 @@ class Settings(BaseSettings):
             The measured margins that choose it are in docs/organisers/reproduction.md.
         torch_threads: intra-op threads of a scoring worker (0: torch's default). On a machine
             shared with other work, 1 avoids oversubscription (twice as fast here under load).
+        docs_url: where the documentation site (``make docs``'s ``site/``) is published, an
+            ``http(s)://`` URL or a path on the service's host; the leaderboard's pages link
+            its participants' pages under it (``participants/scoring/``). The default,
+            ``/site/``, is the site served beside the service on the same host (e.g. by the
+            reverse proxy in front of ``pflkit serve``, which does not serve it itself).
     """
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
@@ -169,6 +176,7 @@ class Settings(BaseSettings):
                              | dict[int, Annotated[float, Field(ge=0.0, le=1.0)]]
                              ) = DEFAULT_REPRODUCTION_TOLERANCE
     log_level: str = "INFO"
+    docs_url: str = DEFAULT_DOCS_URL
 
     @field_validator("organiser_token")
     @classmethod
@@ -182,6 +190,16 @@ class Settings(BaseSettings):
                 "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
             )
         return value
+
+    @field_validator("docs_url")
+    @classmethod
+    def _docs_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://", "/")) or any(c.isspace() for c in value):
+            raise ValueError(
+                "docs_url must be an http(s):// URL or a path on this host starting with /, "
+                f"without spaces (got {value!r}); e.g. https://example.org/pflkit/ or /site/"
+            )
+        return value if value.endswith("/") else value + "/"
 
     @field_validator("database_url")
     @classmethod

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+import json
 
 from fastapi import APIRouter, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse, Response
@@ -13,8 +13,8 @@ from evaluator.api.deps import organiser_from_request
 from evaluator.readiness import track2_checks
 from evaluator.validation.coverage import BYTES_CHECKED
 from evaluator.validation.privacy import VERIFICATION_COVERS, VERIFICATION_DOES_NOT_COVER
-from leaderboard import plots, source, views
-from leaderboard.responses import PAGE_TYPE, PLOT_TYPE, respond
+from leaderboard import source, views
+from leaderboard.responses import JSON_TYPE, PAGE_TYPE, PLOT_TYPE, respond
 from leaderboard.routes.deps import SessionDep
 from leaderboard.routes.templating import PACKAGE_DIR, templates
 
@@ -26,6 +26,9 @@ _STYLE = (PACKAGE_DIR / "static" / "style.css").read_bytes()
 MAX_UNRANKED_SHOWN = 100
 # Rounds of the per-round table an organiser sees on a detail page.
 MAX_ROUNDS_SHOWN = 200
+#: the participants' page on how a submission is scored (docs/participants/scoring.md), under
+#: the documentation site (``Settings.docs_url``).
+SCORING_PAGE = "participants/scoring/"
 
 
 @router.get("/leaderboard/static/style.css", include_in_schema=False)
@@ -47,6 +50,7 @@ async def leaderboard_page(request: Request, all: bool = Query(False, alias="all
             "bytes_checked": BYTES_CHECKED,
             "track2_checks": track2_checks(views.serves_canaries(request.app)),
             "unranked_shown": MAX_UNRANKED_SHOWN,
+            "scoring_url": request.app.state.settings.docs_url + SCORING_PAGE,
         }
         return templates.get_template("leaderboard.html").render(context).encode()
 
@@ -76,10 +80,15 @@ def submission_page(request: Request, submission_id: str, session: SessionDep) -
     return templates.TemplateResponse(request, "submission.html", context)
 
 
-def _plot(session: Session, app: Any, track: int) -> bytes:
-    """The track's plot (rendered once per board version)."""
-    board = views.board(app, session, all_submissions=True, public=True)
-    return plots.track_png(board.tracks[track])
+def _plotted_track(track: int) -> int:
+    """``track`` when it is a track with a plot; else the HTTP error that says why not."""
+    if track not in TRACKS:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, f"track must be one of {sorted(TRACKS)}"
+        )
+    if TRACKS[track].plot is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"track {track} has no plot")
+    return track
 
 
 @router.get("/leaderboard/plots/track{track}.png", include_in_schema=False)
@@ -87,13 +96,21 @@ async def plot(request: Request, track: int) -> Response:
     """The plot a track names (``Track.plot``, ``leaderboard.plots.PLOTS``): track 1, ANLS
     against bytes (log) with the threshold; track 2, ANLS against epsilon; track 3,
     personalised against global ANLS per client."""
-    if track not in TRACKS:
-        raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT, f"track must be one of {sorted(TRACKS)}"
-        )
-    if TRACKS[track].plot is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"track {track} has no plot")
+    track = _plotted_track(track)
     view = await views.served_view(
-        request.app, ("plot", track), lambda session: _plot(session, request.app, track)
+        request.app, ("plot", track), lambda session: views.plot(request.app, session, track).png
     )
     return respond(request, view, media_type=PLOT_TYPE)
+
+
+@router.get("/leaderboard/plots/track{track}.json", include_in_schema=False)
+async def plot_map(request: Request, track: int) -> Response:
+    """What a track's plot drew (``leaderboard.plot_canvas.DrawnPlot``): the axes' box, each
+    submission's point and each line, in the image's pixels, and the legend's entries."""
+    track = _plotted_track(track)
+
+    def render(session: Session) -> bytes:
+        return json.dumps(views.plot(request.app, session, track).as_dict()).encode()
+
+    view = await views.served_view(request.app, ("plot map", track), render)
+    return respond(request, view, media_type=JSON_TYPE)
