@@ -133,6 +133,21 @@ class DrawnPlot:
                 ("left", "top", "right", "bottom"), self.legend_box, strict=True)),
         }  # fmt: skip
 
+    @classmethod
+    def from_dict(cls, drawn: dict[str, Any], png: bytes = b"") -> DrawnPlot:
+        """A plot read back from :meth:`as_dict` (e.g. the page's JSON), with ``png``."""
+        sides = ("left", "top", "right", "bottom")
+        legend_box = drawn["legend_box"]
+        return cls(
+            png=png, width=drawn["width"], height=drawn["height"],
+            axes=tuple(drawn["axes"][side] for side in sides),  # type: ignore[arg-type]
+            xlim=tuple(drawn["xlim"]), ylim=tuple(drawn["ylim"]),  # type: ignore[arg-type]
+            xscale=drawn["xscale"], points=tuple(DrawnPoint(**p) for p in drawn["points"]),
+            lines=tuple(DrawnLine(**line) for line in drawn["lines"]),
+            legend=tuple(drawn["legend"]),
+            legend_box=None if legend_box is None else tuple(legend_box[s] for s in sides),  # type: ignore[arg-type]
+        )  # fmt: skip
+
     def outside(self) -> list[str]:
         """The points and lines not wholly inside the axes, each named in a sentence."""
         left, top, right, bottom = self.axes

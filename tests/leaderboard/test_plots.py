@@ -138,3 +138,9 @@ def test_padded_limits_leave_a_margin_around_every_value(
 ) -> None:
     low, high = padded(values, log=log)
     assert all(low < v < high for v in inside)
+
+
+def test_the_map_reads_back_as_the_plot_it_describes() -> None:
+    drawn = track1_plot([row("a", "a", 1, anls=0.9, total_bytes=10**6)], [], threshold=0.85)
+
+    assert DrawnPlot.from_dict(drawn.as_dict(), drawn.png) == drawn
