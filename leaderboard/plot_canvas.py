@@ -29,7 +29,7 @@ MARGIN = 0.08
 MARKER_AREA = 24.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Point:
     """One submission's point as a plot gives it to the canvas.
 
@@ -45,7 +45,7 @@ class Point:
     y: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DrawnPoint:
     """A point as drawn: its series, its submission, and where it landed on the image.
 
@@ -72,7 +72,7 @@ class DrawnPoint:
     colour: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DrawnLine:
     """A horizontal (``axis="y"``) or vertical (``axis="x"``) line across the axes.
 
@@ -90,7 +90,7 @@ class DrawnLine:
     position: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DrawnPlot:
     """A finished plot: the PNG and what was drawn on it, in the image's pixels.
 
@@ -319,11 +319,12 @@ class PlotCanvas:
         drawn = []
         for series in self._series:
             radius = round(math.sqrt(series.area) / 2 * DPI / 72, 2)
-            for p in series.points:
-                px, py = (float(v) for v in to_pixels((p.x, p.y)))
+            colour = to_hex(series.colour)
+            pixels = to_pixels([(p.x, p.y) for p in series.points]).tolist()  # one call a series
+            for p, (px, py) in zip(series.points, pixels, strict=True):
                 drawn.append(DrawnPoint(series.label, p.submission, p.team, p.x, p.y,
                                         round(px, 1), round(_HEIGHT - py, 1), radius,
-                                        series.filled, to_hex(series.colour)))  # fmt: skip
+                                        series.filled, colour))  # fmt: skip
         return tuple(drawn)
 
     def _drawn_lines(self) -> tuple[DrawnLine, ...]:
