@@ -6,7 +6,8 @@ temporary ``FLWR_HOME``; ``pflkit train --engine flower`` runs the kit's Flower 
 nodes hold clients 0-3, 4-6 and 7-9 of the `tiny` benchmark and read only their own clients'
 files. The communication log, the metrics, the privacy declaration and the global weights must
 be the in-process engine's for the same seed, and every message's Flower bytes are measured.
-The `lora-nf4` run is in `make test-flower` (and so in CI); the others are in `make test-slow`.
+The `lora-nf4` runs (VT5, and Pix2Struct: another model family) are in `make test-flower` (and
+so in CI); the others are in `make test-slow`.
 """
 
 from __future__ import annotations
@@ -40,16 +41,30 @@ def federation(tmp_path: Path, tiny_data: Path) -> Iterator[LocalFederation]:
         yield running
 
 
+@pytest.fixture(scope="module")
+def pix2struct_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A random tiny Pix2Struct (`pflkit model init --family pix2struct --shape tiny`)."""
+    from benchmark.model.random_init import init_checkpoint
+
+    return init_checkpoint("tiny", tmp_path_factory.mktemp("p2s") / "base", family="pix2struct")
+
+
 @pytest.mark.parametrize(
-    ("preset", "flags", "options"),
+    ("preset", "flags", "options", "family"),
     [pytest.param("lora-nf4", ["--rounds", "2", "--local-epochs", "1"],
-                  {"rounds": 2, "local_epochs": 1}, marks=pytest.mark.flower, id="lora-nf4"),
+                  {"rounds": 2, "local_epochs": 1}, "vt5", marks=pytest.mark.flower,
+                  id="lora-nf4"),
+     pytest.param("lora-nf4", ["--rounds", "1", "--local-epochs", "1"],
+                  {"rounds": 1, "local_epochs": 1}, "pix2struct", marks=pytest.mark.flower,
+                  id="lora-nf4-pix2struct"),
      pytest.param("dp-lora", ["--rounds", "1", "--epsilon", "4"], {"rounds": 1, "epsilon": 4.0},
-                  marks=pytest.mark.slow, id="dp-lora")],
+                  "vt5", marks=pytest.mark.slow, id="dp-lora")],
 )
-def test_deployment_reproduces_the_in_process_run(preset, flags, options, federation: LocalFederation,
-                                                  tiny_data: Path, tiny_base: Path,
+def test_deployment_reproduces_the_in_process_run(preset, flags, options, family,
+                                                  federation: LocalFederation, tiny_data: Path,
+                                                  request: pytest.FixtureRequest,
                                                   tmp_path: Path) -> None:
+    tiny_base = request.getfixturevalue("tiny_base" if family == "vt5" else f"{family}_base")
     flower, in_process = tmp_path / "flower", tmp_path / "in-process"
     done = federation.train(flower, "--preset", preset, "--base", str(tiny_base),
                             "--val-limit", "0", "--threads", "1", *flags, timeout=900)

@@ -80,7 +80,7 @@ def test_every_family_goes_from_training_to_the_leaderboard(
     try:
         service.wait_healthy()
         scored = {key: _submit(run, service.url, token) for key, run in runs.items()}
-        page = httpx.get(f"{service.url}/leaderboard/").text
+        page = httpx.get(f"{service.url}/leaderboard", follow_redirects=True).text
     finally:
         service.stop()
     for (family, preset), result in scored.items():
