@@ -93,3 +93,12 @@ def test_loading_imports_neither_dp_accounting_nor_scipy_stats_nor_signal() -> N
     value, modules = out.stdout.strip().splitlines()
     assert float(value) == pytest.approx(2.8545, abs=1e-4)
     assert modules == "[]"
+
+
+def test_docstring_examples() -> None:
+    import doctest
+
+    from accountant.analysis import dp_accounting_pld
+
+    result = doctest.testmod(dp_accounting_pld)
+    assert result.attempted > 0 and result.failed == 0
