@@ -235,6 +235,11 @@ class Settings(BaseSettings):
             raise ValueError(f"names tracks {unknown}; the benchmark has tracks {sorted(TRACKS)}")
         return value
 
+    def reference_of(self, family: str) -> str:
+        """The reference checkpoint of a model family: ``family_references``' entry, else
+        ``reference_model`` (the default family's)."""
+        return self.family_references.get(family, self.reference_model)
+
     def tolerance_of(self, track: int) -> float:
         """The re-run tolerance of ``track`` (``reproduction_tolerance``)."""
         if isinstance(self.reproduction_tolerance, dict):

@@ -9,7 +9,7 @@ leaderboard shows the state and ranks on the verdict.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
@@ -34,17 +34,26 @@ def queue_reproduction(session: Session, *, submission_id: str) -> bool:
     return bool(done)
 
 
-def claim_reproduction(session: Session, *, worker: str) -> str | None:
+class ClaimedRerun(NamedTuple):
+    """A re-run a worker now holds: the submission, its track and its model family."""
+
+    id: str
+    track: int
+    family: str
+
+
+def claim_reproduction(session: Session, *, worker: str) -> ClaimedRerun | None:
     """The oldest queued re-run, now held by ``worker``; None when there is none (or another
     worker took it first)."""
-    candidate = session.scalar(
-        select(Submission.id)
+    found = session.execute(
+        select(Submission.id, Submission.track, Submission.family)
         .where(Submission.reproduction == QUEUED)
         .order_by(Submission.finished_at, Submission.id)
         .limit(1)
-    )
-    if candidate is None:
+    ).first()
+    if found is None:
         return None
+    candidate = found.id
     claimed = session.execute(
         update(Submission)
         .where(Submission.id == candidate, Submission.reproduction == QUEUED)
@@ -55,7 +64,7 @@ def claim_reproduction(session: Session, *, worker: str) -> str | None:
     if not claimed:
         return None
     board_changed(session, submission_id=candidate)
-    return candidate
+    return ClaimedRerun(candidate, found.track, found.family)
 
 
 def record_reproduction(session: Session, *, submission_id: str, worker: str, outcome: str,

@@ -15,6 +15,7 @@ import logging
 import threading
 from typing import Any
 
+from benchmark.model.families import DEFAULT_FAMILY
 from benchmark.submission_contract import stored_name
 from evaluator import crud
 from evaluator.core.config import Settings
@@ -22,7 +23,6 @@ from evaluator.core.db import session_scope
 from evaluator.queue import TaskQueue
 from evaluator.reproduction.verdict import FAILED
 from evaluator.storage import SubmissionStore
-from evaluator.tables import Submission
 
 logger = logging.getLogger("evaluator.reproducer")
 #: seconds between two looks at the queue
@@ -34,9 +34,10 @@ def selected(settings: Settings, track: int) -> bool:
     return settings.reproduction.get(track, "off") == "all"
 
 
-def reproduce_stored(settings: Settings, store: SubmissionStore, submission_id: str, track: int
-                     ) -> dict[str, Any]:  # fmt: skip
-    """The re-run of one stored submission of ``track``: outcome, reason and report."""
+def reproduce_stored(settings: Settings, store: SubmissionStore, submission_id: str, track: int,
+                     family: str = DEFAULT_FAMILY) -> dict[str, Any]:  # fmt: skip
+    """The re-run of one stored submission of ``track`` and model ``family`` (from the
+    organisers' reference of that family): outcome, reason and report."""
     from benchmark.model.loading import resolve_checkpoint
     from evaluator.reproduction.rerun import reproduce
     from evaluator.reproduction.sandbox import SandboxLimits, sandbox_unavailable
@@ -53,7 +54,7 @@ def reproduce_stored(settings: Settings, store: SubmissionStore, submission_id: 
     result = reproduce(RunFiles.of_stored_submission(directory), directory / stored_name("recipe"),
                        settings.data_dir, limits=limits, threads=settings.reproduction_threads,
                        tolerance=settings.tolerance_of(track),
-                       base_dir=resolve_checkpoint(settings.reference_model))  # fmt: skip
+                       base_dir=resolve_checkpoint(settings.reference_of(family)))  # fmt: skip
     report = result.as_dict()
     return {"outcome": result.verdict.outcome, "reason": result.verdict.reason, "report": report}
 
@@ -84,13 +85,14 @@ class Reproducer(threading.Thread):
     def run_one(self) -> str | None:
         """Claim and re-run one queued submission; its id, or None when none was queued."""
         with session_scope(self.settings.db_url) as session:
-            submission_id = crud.claim_reproduction(session, worker=self.worker)
-            track = session.get(Submission, submission_id).track if submission_id else 0
-        if submission_id is None:
+            claimed = crud.claim_reproduction(session, worker=self.worker)
+        if claimed is None:
             return None
+        submission_id = claimed.id
         logger.info("re-running submission %s", submission_id)
         try:
-            verdict = reproduce_stored(self.settings, self.store, submission_id, track)
+            verdict = reproduce_stored(self.settings, self.store, submission_id, claimed.track,
+                                       claimed.family)  # fmt: skip
         except Exception as error:  # recorded, so the row does not wait for the requeue
             logger.exception("re-running %s raised", submission_id)
             verdict = {"outcome": FAILED, "reason": "the evaluator could not re-run it "
