@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmark.model.tokenizer import SPIECE_NAME, copy_spiece_model, load_tokenizer
+from benchmark.model.families.tokenizer_files import CheckpointTokenizer
 
 FAKE_IMAGE_TOKEN = "<fake_token_around_image>"
 IMAGE_TOKEN = "<image>"
@@ -104,7 +104,7 @@ def image_tokens_per_tile(tile_size: int, patch_size: int, scale_factor: int) ->
     return (side // scale_factor) ** 2
 
 
-class Idefics3DocumentProcessor:
+class Idefics3DocumentProcessor(CheckpointTokenizer):
     """Page tiles, chat prompts, labels and decoding for Idefics3 / SmolVLM.
 
     Args:
@@ -177,31 +177,6 @@ class Idefics3DocumentProcessor:
             raise ValueError(f"the tokenizer has {len(processor.tokenizer)} tokens, the model's "
                              f"embedding {rows} rows")  # fmt: skip
         return processor
-
-    @classmethod
-    def from_pretrained(cls, directory: str | Path) -> Idefics3DocumentProcessor:
-        """The processor of a checkpoint directory (config.json and the tokenizer files)."""
-        from benchmark.model.checkpoint import read_checkpoint_config
-
-        processor = cls.from_config(load_tokenizer(directory), read_checkpoint_config(directory))
-        processor._source_dir = Path(directory)
-        return processor
-
-    def with_spiece_model(self, directory: str | Path) -> Idefics3DocumentProcessor:
-        """Remember the directory holding this tokenizer's `spiece.model`, copied on save."""
-        if not (Path(directory) / SPIECE_NAME).is_file():
-            raise FileNotFoundError(f"{Path(directory) / SPIECE_NAME}: not found")
-        self._source_dir = Path(directory)
-        return self
-
-    def save_pretrained(self, directory: str | Path) -> None:
-        """Write the tokenizer, template tokens included (the image settings are in the
-        model's config.json)."""
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        self.tokenizer.save_pretrained(str(directory))
-        if self._source_dir is not None:
-            copy_spiece_model(self._source_dir, directory)
 
     @cached_property
     def image_processor(self) -> Any:

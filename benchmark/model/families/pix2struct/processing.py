@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from benchmark.model.tokenizer import SPIECE_NAME, copy_spiece_model, load_tokenizer
+from benchmark.model.families.tokenizer_files import CheckpointTokenizer
 
 
 def header_font() -> Path:
@@ -26,7 +26,7 @@ def header_font() -> Path:
     return Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf"
 
 
-class Pix2StructProcessor:
+class Pix2StructProcessor(CheckpointTokenizer):
     """Header rendering, patches, labels and decoding for Pix2Struct.
 
     Args:
@@ -52,30 +52,6 @@ class Pix2StructProcessor:
         """The processor of a model configuration (its ``max_patches``, ``max_answer_tokens``)."""
         return cls(tokenizer, max_patches=config.max_patches,
                    max_answer_tokens=config.max_answer_tokens)  # fmt: skip
-
-    @classmethod
-    def from_pretrained(cls, directory: str | Path) -> Pix2StructProcessor:
-        """The processor of a checkpoint directory (config.json and the tokenizer files)."""
-        from benchmark.model.checkpoint import read_checkpoint_config
-
-        processor = cls.from_config(load_tokenizer(directory), read_checkpoint_config(directory))
-        processor._source_dir = Path(directory)
-        return processor
-
-    def with_spiece_model(self, directory: str | Path) -> Pix2StructProcessor:
-        """Remember the directory holding this tokenizer's `spiece.model`, copied on save."""
-        if not (Path(directory) / SPIECE_NAME).is_file():
-            raise FileNotFoundError(f"{Path(directory) / SPIECE_NAME}: not found")
-        self._source_dir = Path(directory)
-        return self
-
-    def save_pretrained(self, directory: str | Path) -> None:
-        """Write the tokenizer (its settings are in the model's config.json)."""
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        self.tokenizer.save_pretrained(str(directory))
-        if self._source_dir is not None:
-            copy_spiece_model(self._source_dir, directory)
 
     @cached_property
     def image_processor(self) -> Any:

@@ -1,0 +1,50 @@
+"""The tokenizer files a family's processor reads from and writes to a checkpoint directory.
+
+The kit's families share the kit's own T5 SentencePiece tokenizer (``tokenizer.json`` and
+``spiece.model``, :mod:`benchmark.model.tokenizer`) and keep their input settings in the model's
+``config.json``; a processor built on :class:`CheckpointTokenizer` gets loading, saving and the
+``spiece.model`` copy from here and states only ``from_config``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Self
+
+from benchmark.model.tokenizer import SPIECE_NAME, copy_spiece_model, load_tokenizer
+
+
+class CheckpointTokenizer:
+    """A processor whose tokenizer is a checkpoint directory's and whose settings are its
+    config's."""
+
+    _source_dir: Path | None = None
+
+    @classmethod
+    def from_config(cls, tokenizer: Any, config: Any) -> Self:
+        """The processor of a tokenizer and a model configuration."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_pretrained(cls, directory: str | Path) -> Self:
+        """The processor of a checkpoint directory (config.json and the tokenizer files)."""
+        from benchmark.model.checkpoint import read_checkpoint_config
+
+        processor = cls.from_config(load_tokenizer(directory), read_checkpoint_config(directory))
+        processor._source_dir = Path(directory)
+        return processor
+
+    def with_spiece_model(self, directory: str | Path) -> Self:
+        """Remember the directory holding this tokenizer's `spiece.model`, copied on save."""
+        if not (Path(directory) / SPIECE_NAME).is_file():
+            raise FileNotFoundError(f"{Path(directory) / SPIECE_NAME}: not found")
+        self._source_dir = Path(directory)
+        return self
+
+    def save_pretrained(self, directory: str | Path) -> None:
+        """Write the tokenizer, added tokens included (the settings are in config.json)."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        self.tokenizer.save_pretrained(str(directory))
+        if self._source_dir is not None:
+            copy_spiece_model(self._source_dir, directory)
