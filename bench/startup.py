@@ -209,12 +209,19 @@ def _load() -> str:
 )
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Also write JSON here.")
 @click.option("--no-hyperfine", is_flag=True, help="Time with subprocess even if hyperfine exists.")
+@click.option(
+    "--only",
+    default=None,
+    help="Time only the commands (and references) whose line contains this text, e.g. "
+    "'dp epsilon --noise'.",
+)
 def main(
     runs: int,
     executable: str | None,
     before_dir: str | None,
     json_out: str | None,
     no_hyperfine: bool,
+    only: str | None,
 ) -> None:
     """Time pflkit's --help pages and dp epsilon as whole processes."""
     executable = executable or str(Path(sys.executable).with_name("pflkit"))
@@ -240,6 +247,8 @@ def main(
         ([sys.executable, *libraries], f"(reference) python {' '.join(libraries)}", None)
         for libraries in REFERENCES
     ]
+    if only:
+        commands = [command for command in commands if only in command[1]]
     rows = []
     for argv, shown, goal in commands:
         before = None
