@@ -40,7 +40,8 @@ def model() -> None:
 @click.option("--family", default=DEFAULT_FAMILY, show_default=True,
               type=click.Choice(sorted(FAMILIES)),
               help="The family of SOURCE: vt5 (the public VT5 code's layout) or another family "
-              "in its hub layout (e.g. pix2struct: google/pix2struct-docvqa-base).")
+              "in its hub layout (pix2struct: google/pix2struct-docvqa-base; idefics3: "
+              "HuggingFaceTB/SmolVLM-256M-Instruct, with its own tokenizer).")
 def convert(source: str, target: str, visual_dir: str | None, box_scale: float,
             family: str) -> None:  # fmt: skip
     """Turn a public checkpoint directory SOURCE into a kit checkpoint directory TARGET.

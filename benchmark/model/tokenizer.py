@@ -1,5 +1,8 @@
 """The T5 SentencePiece tokenizer: loading through transformers and training a small one.
 
+A family whose public checkpoint has a tokenizer of its own (SmolVLM's byte-level BPE) reads
+whichever one its checkpoint directory holds (:func:`load_checkpoint_tokenizer`).
+
 A T5 `spiece.model` is a unigram SentencePiece model with `<pad>`=0, `</s>`=1, `<unk>`=2 and no
 BOS; transformers appends `extra_ids` sentinel tokens `<extra_id_N>` after the pieces.
 
@@ -43,6 +46,60 @@ def load_tokenizer(directory: str | Path):
     if (directory / "tokenizer.json").is_file():
         return T5Tokenizer.from_pretrained(str(directory), local_files_only=True)
     return spiece_tokenizer(directory / SPIECE_NAME)
+
+
+#: `tokenizer_config.json` classes of the kit's own T5 tokenizer (slow and fast names).
+T5_TOKENIZER_CLASSES = ("T5Tokenizer", "T5TokenizerFast")
+TOKENIZER_JSON_NAME = "tokenizer.json"
+TOKENIZER_CONFIG_NAME = "tokenizer_config.json"
+
+
+def load_checkpoint_tokenizer(directory: str | Path):
+    """The tokenizer a checkpoint directory holds, the kit's T5 one or a model's own.
+
+    The kit's T5 SentencePiece tokenizer (:func:`load_tokenizer`) where the directory holds
+    `spiece.model` or its `tokenizer_config.json` names a T5 tokenizer class; otherwise its
+    `tokenizer.json` as transformers' `PreTrainedTokenizerFast` (e.g. SmolVLM's byte-level BPE),
+    with the special tokens of `tokenizer_config.json` (and `special_tokens_map.json`). Only
+    those JSON files are read: no remote code, no pickle, whatever class the config names.
+
+    Args:
+        directory: a checkpoint directory (the kit's, or a hub layout being converted).
+
+    Returns:
+        A transformers tokenizer.
+
+    Raises:
+        FileNotFoundError: if the directory has no tokenizer files.
+        ValueError: if its `tokenizer.json` cannot be read as a tokenizer.
+    """
+    directory = Path(directory)
+    if (directory / SPIECE_NAME).is_file() or _names_t5_class(directory):
+        return load_tokenizer(directory)
+    if not (directory / TOKENIZER_JSON_NAME).is_file():
+        raise FileNotFoundError(
+            f"{directory}: no tokenizer (expected {SPIECE_NAME} or {TOKENIZER_JSON_NAME})"
+        )
+    from transformers import PreTrainedTokenizerFast
+
+    try:
+        return PreTrainedTokenizerFast.from_pretrained(str(directory), local_files_only=True)
+    except (OSError, ValueError, TypeError, KeyError) as error:
+        raise ValueError(
+            f"{directory / TOKENIZER_JSON_NAME}: not a readable tokenizer "
+            f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"
+        ) from None
+
+
+def _names_t5_class(directory: Path) -> bool:
+    """Whether the directory's `tokenizer_config.json` names the kit's T5 tokenizer class."""
+    path = directory / TOKENIZER_CONFIG_NAME
+    if not path.is_file():
+        return False
+    from benchmark.model.checkpoint import MAX_CONFIG_BYTES, read_checkpoint_json
+
+    return read_checkpoint_json(path, max_bytes=16 * MAX_CONFIG_BYTES).get(
+        "tokenizer_class") in T5_TOKENIZER_CLASSES
 
 
 #: T5's special pieces and their ids in `spiece.model`.

@@ -3,7 +3,8 @@
 The kit's families share the kit's own T5 SentencePiece tokenizer (``tokenizer.json`` and
 ``spiece.model``, :mod:`benchmark.model.tokenizer`) and keep their input settings in the model's
 ``config.json``; a processor built on :class:`CheckpointTokenizer` gets loading, saving and the
-``spiece.model`` copy from here and states only ``from_config``.
+``spiece.model`` copy from here and states only ``from_config`` (and :meth:`read_tokenizer`
+where its checkpoints may hold a tokenizer of their own, as SmolVLM's do).
 """
 
 from __future__ import annotations
@@ -30,9 +31,15 @@ class CheckpointTokenizer:
         """The processor of a checkpoint directory (config.json and the tokenizer files)."""
         from benchmark.model.checkpoint import read_checkpoint_config
 
-        processor = cls.from_config(load_tokenizer(directory), read_checkpoint_config(directory))
+        processor = cls.from_config(cls.read_tokenizer(directory),
+                                    read_checkpoint_config(directory))  # fmt: skip
         processor._source_dir = Path(directory)
         return processor
+
+    @classmethod
+    def read_tokenizer(cls, directory: str | Path) -> Any:
+        """The tokenizer of a checkpoint directory (the kit's T5 one, :func:`load_tokenizer`)."""
+        return load_tokenizer(directory)
 
     def with_spiece_model(self, directory: str | Path) -> Self:
         """Remember the directory holding this tokenizer's `spiece.model`, copied on save."""

@@ -16,9 +16,11 @@ token rows, ``lm_head`` untied), a SigLIP-base vision encoder (768 wide, 12 laye
 2,048-pixel longest edge. Counted on the meta device with the kit's tokenizer, it has
 256,484,928 parameters (86,433,024 in the vision encoder, 7,077,888 in the connector,
 134,588,736 in the decoder with its embedding, 28,385,280 in ``lm_head``), as the public
-checkpoint's name says. Its token ids are the kit's T5 tokenizer's with the template's tokens
-(4,041 of the 49,280 rows are used), not SmolVLM's: the public weights read SmolVLM's own
-byte-level BPE tokenizer, which :func:`benchmark.model.tokenizer.load_tokenizer` does not read.
+checkpoint's name says. ``pflkit model init --shape base`` gives it the kit's T5 tokenizer with
+the template's tokens (4,041 of the 49,280 rows are used); the public weights read SmolVLM's own
+byte-level BPE tokenizer, which a checkpoint converted from the hub's layout keeps
+(``pflkit model convert --family idefics3``, :mod:`.conversion`) and its processor reads
+(:func:`benchmark.model.tokenizer.load_checkpoint_tokenizer`).
 
 The ``tiny`` shape (:data:`TINY_TEXT`, :data:`TINY_VISION`: 2 + 2 layers, 64 wide, 64-pixel
 tiles of 8-pixel patches, a 128-pixel page: 2 x 2 tiles + the global view, 16 tokens each) has
@@ -166,3 +168,11 @@ class Idefics3(ModelFamily):
         model = cls.model_class()(config).eval()
         processor = Idefics3DocumentProcessor.from_config(tokenizer, config)
         return model, processor.with_spiece_model(tokenizer_dir)
+
+    @classmethod
+    def convert_hub(cls, source: Path, target: Path) -> list[str]:
+        """:func:`~benchmark.model.families.idefics3.conversion.convert_hub_checkpoint` (SmolVLM's
+        hub layout, its own byte-level BPE tokenizer kept)."""
+        from benchmark.model.families.idefics3.conversion import convert_hub_checkpoint
+
+        return convert_hub_checkpoint(source, target)

@@ -11,11 +11,15 @@ template with those image tokens laid out as transformers' ``Idefics3Processor``
     <fake_token_around_image><global-img><image>...<image><fake_token_around_image>
     {question}<end_of_utterance>\\nAssistant: {answer}<end_of_utterance>
 
-built from ids directly (no string of 832 ``<image>`` tokens to tokenise). Text is the kit's own
-T5 SentencePiece tokenizer (:mod:`benchmark.model.tokenizer`) with the template's tokens added
-as special tokens (:data:`CHAT_TOKENS`, always in that order, so their ids are the same wherever
-the tokenizer is rebuilt). Training labels are -100 on the prompt and on padding: only the
-answer and its ``<end_of_utterance>`` are learned.
+built from ids directly (no string of 832 ``<image>`` tokens to tokenise). Text is whichever
+tokenizer the checkpoint directory holds (:func:`benchmark.model.tokenizer.load_checkpoint_tokenizer`):
+the kit's own T5 SentencePiece tokenizer with the template's tokens added as special tokens
+(:data:`CHAT_TOKENS`, always in that order, so their ids are the same wherever the tokenizer is
+rebuilt), or SmolVLM's own byte-level BPE (``tokenizer.json``, a converted public checkpoint,
+:mod:`.conversion`), which has them all in its vocabulary. Either way the tokens are looked up by
+their text and checked against the model's configuration (``image_token_id``, the text model's
+``eos_token_id``). Training labels are -100 on the prompt and on padding: only the answer and
+its ``<end_of_utterance>`` are learned.
 
 Pages are cut once: a processor keeps the 8-bit tiles of the pages it has read
 (:data:`TILE_CACHE_BYTES`) and rescales and normalises them with the image processor's own
@@ -41,6 +45,7 @@ import numpy as np
 import torch
 
 from benchmark.model.families.tokenizer_files import CheckpointTokenizer
+from benchmark.model.tokenizer import load_checkpoint_tokenizer
 
 FAKE_IMAGE_TOKEN = "<fake_token_around_image>"
 IMAGE_TOKEN = "<image>"
@@ -108,7 +113,8 @@ class Idefics3DocumentProcessor(CheckpointTokenizer):
     """Page tiles, chat prompts, labels and decoding for Idefics3 / SmolVLM.
 
     Args:
-        tokenizer: the kit's T5 tokenizer (the template's tokens are added when missing).
+        tokenizer: the kit's T5 tokenizer (the template's tokens are added when missing) or
+            SmolVLM's own (which has them); it needs a padding token.
         tile_size: pixels of a tile's side (the vision encoder's ``image_size``).
         image_longest_edge: the page's longest edge before it is cut into tiles.
         image_seq_len: ``<image>`` tokens per tile (:func:`image_tokens_per_tile`).
@@ -138,6 +144,9 @@ class Idefics3DocumentProcessor(CheckpointTokenizer):
         self._ids = ids
         self.image_token_id = ids[IMAGE_TOKEN]
         self.end_of_utterance_id = ids[END_OF_UTTERANCE]
+        if self.tokenizer.pad_token_id is None:
+            raise ValueError("the tokenizer has no padding token (tokenizer_config.json's "
+                             "pad_token); prompts are padded with it")  # fmt: skip
         self.pad_token_id = int(self.tokenizer.pad_token_id)
         self._prefix = [ids[TURN_START], *self._text_ids("User:")]
         self._suffix = [self.end_of_utterance_id, *self._text_ids("\nAssistant:")]
@@ -155,7 +164,8 @@ class Idefics3DocumentProcessor(CheckpointTokenizer):
 
         Raises:
             ValueError: when the tokenizer's ``<image>`` is not the configuration's
-                ``image_token_id`` or its tokens do not fit the embedding.
+                ``image_token_id``, its ``<end_of_utterance>`` not among the text model's
+                ``eos_token_id`` or its tokens do not fit the embedding.
         """
         vision = config.vision_config
         processor = cls(
@@ -172,11 +182,24 @@ class Idefics3DocumentProcessor(CheckpointTokenizer):
                 f"image_token_id is {config.image_token_id}: the tokenizer is not this "
                 "checkpoint's (save the model with its processor, save_checkpoint)"
             )
+        eos = config.text_config.eos_token_id
+        if processor.end_of_utterance_id not in (eos if isinstance(eos, list) else [eos]):
+            raise ValueError(
+                f"the tokenizer's {END_OF_UTTERANCE} is id {processor.end_of_utterance_id}, the "
+                f"model's text_config.eos_token_id is {eos}: answers end with it, so generation "
+                "would not stop there (the tokenizer is not this checkpoint's)"
+            )
         rows = config.text_config.vocab_size
         if len(processor.tokenizer) > rows:
             raise ValueError(f"the tokenizer has {len(processor.tokenizer)} tokens, the model's "
                              f"embedding {rows} rows")  # fmt: skip
         return processor
+
+    @classmethod
+    def read_tokenizer(cls, directory: str | Path) -> Any:
+        """The tokenizer the checkpoint directory holds: the kit's T5 one (``spiece.model``) or
+        its own ``tokenizer.json`` (SmolVLM's byte-level BPE)."""
+        return load_checkpoint_tokenizer(directory)
 
     @cached_property
     def image_processor(self) -> Any:
