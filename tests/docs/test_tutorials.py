@@ -147,7 +147,7 @@ def test_run_a_competition(tmp_path: Path) -> None:
     assert "track1_threshold 0.2658 written to benchmark/benchmark.json" in out
     assert re.search(r"^submission [0-9a-f-]{36} finished$", out, re.MULTILINE), out[-3000:]
     board = tmp_path / "competition" / "leaderboard.csv"
-    assert board.read_text().startswith("track,budget,rank,team,method,anls")
+    assert board.read_text().startswith("track,budget,rank,team,method,family,anls")
     assert "alpha" in board.read_text()
     assert (tmp_path / "competition" / "evaluator-backup").is_dir()
 
