@@ -25,6 +25,10 @@ STEPS = ("environment", "prepare", "tests", "real_size_steps", "train_throughput
          "scoring_throughput", "memory_24gb", "round")  # fmt: skip
 
 
+#: the whole check on the CPU takes about 110 s: `make test-slow` (the suite stays under 15 min)
+pytestmark = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def rehearsal(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     out = tmp_path_factory.mktemp("gpucheck")
