@@ -54,7 +54,9 @@ class DocumentProcessor(Protocol):
         from each row's first answer on request."""
 
     def load_image(self, image: Any) -> Any:
-        """A page image (path or PIL image) as the tensor the model's image encoder reads."""
+        """A page image (path or PIL image) as the family reads it: the normalised tensor of
+        the image encoder where pages have features of their own (VT5), else the RGB image
+        that :meth:`collate` turns into inputs with its question."""
 
     def decode(self, token_ids: Any) -> list[str]:
         """Answer strings of generated ids."""
