@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from benchmark.model.families.page_image import open_page
 from benchmark.model.families.tokenizer_files import CheckpointTokenizer
 from benchmark.model.tokenizer import load_checkpoint_tokenizer
 
@@ -282,15 +283,7 @@ class Idefics3DocumentProcessor(CheckpointTokenizer):
 
     def load_image(self, image: Any) -> Any:
         """A page (path or PIL image) as an RGB PIL image (the tiler reads PIL images)."""
-        from PIL import Image
-
-        if isinstance(image, (str, Path)):
-            path = Path(image)
-            if not path.is_file():
-                raise FileNotFoundError(f"{path}: page image not found")
-            with Image.open(path) as opened:
-                return opened.convert("RGB")
-        return image.convert("RGB")
+        return open_page(image)
 
     def page_tiles(self, image: Any) -> PageTiles:
         """A page's tiles (8-bit CHW arrays, the global view last) and its ``(rows, cols)`` grid,

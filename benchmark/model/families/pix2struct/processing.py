@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from benchmark.model.families.page_image import open_page
 from benchmark.model.families.tokenizer_files import CheckpointTokenizer
 
 
@@ -71,15 +72,7 @@ class Pix2StructProcessor(CheckpointTokenizer):
 
     def load_image(self, image: Any) -> Any:
         """A page (path or PIL image) as an RGB PIL image."""
-        from PIL import Image
-
-        if isinstance(image, (str, Path)):
-            path = Path(image)
-            if not path.is_file():
-                raise FileNotFoundError(f"{path}: page image not found")
-            with Image.open(path) as opened:
-                return opened.convert("RGB")
-        return image.convert("RGB")
+        return open_page(image)
 
     def render(self, image: Any, question: str) -> Any:
         """The page with the question drawn above it, both at the page's width."""
