@@ -121,3 +121,11 @@ def test_the_rest_api_page_lists_every_route(pages: dict[str, PageText], tmp_pat
     assert {"POST /api/v1/submissions", "GET /readyz", "GET /api/v1/leaderboard"} <= routes
     listed = set(pages["reference/rest-api/index.html"].inline_code)
     assert not routes - listed, "routes missing from docs/reference/rest-api.md"
+
+
+def test_the_files_page_lists_every_upload_part_with_its_limit(pages: dict[str, PageText]) -> None:
+    from benchmark.submission_contract import PARTS
+
+    shown = set(pages["reference/files/index.html"].inline_code)
+    for part in PARTS.values():
+        assert {part.run_path, part.stored_name, part.limit_setting} <= shown, part.name
