@@ -154,7 +154,7 @@ def convert_public_checkpoint(
     source, target = Path(source), Path(target)
     if target.exists():
         raise FileExistsError(f"{target}: already exists; choose a new directory")
-    raw = _read_json(source / CONFIG_NAME)
+    raw = read_hub_json(source / CONFIG_NAME)
     if raw.get("model_type") != "t5":
         raise CheckpointError(
             f"{source / CONFIG_NAME}: model_type is {raw.get('model_type')!r}; the public VT5 "
@@ -192,11 +192,53 @@ def convert_public_checkpoint(
     )
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def read_hub_json(path: Path) -> dict[str, Any]:
     """A JSON object from a small file, with errors that name it."""
     if not path.is_file():
         raise CheckpointError(f"{path}: missing")
     return read_checkpoint_json(path, max_bytes=_MAX_JSON_BYTES)
+
+
+def read_hub_config(source: Path, target: Path, model_type: str) -> tuple[Path, dict[str, Any]]:
+    """The ``config.json`` of a hub-layout directory of ``model_type`` (another family's
+    converter), once ``target`` is known to be new.
+
+    Raises:
+        FileExistsError: if ``target`` exists.
+        CheckpointError: for a missing config or one of another ``model_type``.
+    """
+    if target.exists():
+        raise FileExistsError(f"{target}: already exists; choose a new directory")
+    config_path = source / CONFIG_NAME
+    raw = read_hub_json(config_path)
+    if raw.get("model_type") != model_type:
+        raise CheckpointError(
+            f"{config_path}: model_type is {str(raw.get('model_type'))[:40]!r}, not {model_type!r}"
+        )
+    return config_path, raw
+
+
+def record_fp32(raw: dict[str, Any]) -> None:
+    """Record float32 as the dtype of a config and its sub-configs (the kit's weights are fp32,
+    whatever the hub's)."""
+    for section in (raw, raw.get("text_config"), raw.get("vision_config")):
+        if isinstance(section, dict):
+            for key in ("dtype", "torch_dtype"):
+                if key in section:
+                    section[key] = "float32"
+
+
+def read_fp32_weights(source: Path) -> tuple[dict[str, torch.Tensor], list[str]]:
+    """A hub directory's weights, every floating tensor in fp32, and the report's line on them
+    (the file, the tensors, how many were cast)."""
+    state_dict, weights_file = read_public_weights(source)
+    cast = [name for name, tensor in state_dict.items()
+            if tensor.is_floating_point() and tensor.dtype.itemsize != 4]  # fmt: skip
+    state_dict = {name: tensor.float().contiguous() if tensor.is_floating_point()
+                  else tensor.contiguous() for name, tensor in state_dict.items()}  # fmt: skip
+    line = f"weights: {weights_file}, {len(state_dict)} tensors" + (
+        f", {len(cast)} cast to float32" if cast else "")
+    return state_dict, [line]
 
 
 def read_public_weights(source: Path) -> tuple[dict[str, torch.Tensor], str]:
@@ -297,7 +339,7 @@ def _visual_config(
     from_tensors = beit_settings_from_tensors(tensors)
     if visual_dir is not None:
         path = Path(visual_dir) / CONFIG_NAME
-        raw = _read_json(path)
+        raw = read_hub_json(path)
         if raw.get("model_type") not in (None, "beit"):
             raise CheckpointError(
                 f"{path}: model_type is {raw.get('model_type')!r}; the image encoder is a "
@@ -382,7 +424,7 @@ def _image_settings(
             "no preprocessor_config.json: the DiT image processor's defaults (bilinear, "
             "mean and std 0.5)",
         )
-    raw = _read_json(path)
+    raw = read_hub_json(path)
     code = raw.get("resample", RESAMPLE_FILTERS["bilinear"])
     names = {number: name for name, number in RESAMPLE_FILTERS.items()}
     if code not in names:
@@ -443,7 +485,7 @@ def _write_tokenizer(source: Path, target: Path) -> None:
         return
     if not (source / "spiece.model").is_file():
         raise CheckpointError(f"{source}: no spiece.model or tokenizer.json (the T5 tokenizer)")
-    settings = _read_json(source / "tokenizer_config.json") if (
+    settings = read_hub_json(source / "tokenizer_config.json") if (
         source / "tokenizer_config.json").is_file() else {}
     extra_ids = int(settings.get("extra_ids", T5_EXTRA_IDS))
     tokenizer = T5Tokenizer.from_pretrained(str(target), local_files_only=True, extra_ids=extra_ids)

@@ -20,15 +20,20 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from benchmark.model.checkpoint import CONFIG_NAME, read_checkpoint_json
 from benchmark.model.checkpoint_validation import CheckpointError
+from benchmark.model.conversion import (
+    read_fp32_weights,
+    read_hub_config,
+    read_hub_json,
+    record_fp32,
+    write_converted_checkpoint,
+)
 from benchmark.model.families.idefics3 import BASE_LONGEST_EDGE, MAX_ANSWER_TOKENS, Idefics3
 
 PREPROCESSOR_NAME = "preprocessor_config.json"
 PROCESSOR_NAME = "processor_config.json"
 #: PIL's LANCZOS, the resampling filter of SmolVLM's image processor (and the kit's).
 LANCZOS = 1
-_MAX_JSON_BYTES = 1024 * 1024
 
 
 def convert_hub_checkpoint(source: str | Path, target: str | Path) -> list[str]:
@@ -48,7 +53,6 @@ def convert_hub_checkpoint(source: str | Path, target: str | Path) -> list[str]:
             the template's tokens or whose ids are not the configuration's, image settings the
             kit's processor does not reproduce, or weights that do not match the configuration.
     """
-    from benchmark.model.conversion import read_public_weights, write_converted_checkpoint
     from benchmark.model.families.idefics3.processing import (
         CHAT_TOKENS,
         END_OF_UTTERANCE,
@@ -58,16 +62,7 @@ def convert_hub_checkpoint(source: str | Path, target: str | Path) -> list[str]:
     from benchmark.model.tokenizer import load_checkpoint_tokenizer
 
     source, target = Path(source), Path(target)
-    if target.exists():
-        raise FileExistsError(f"{target}: already exists; choose a new directory")
-    config_path = source / CONFIG_NAME
-    if not config_path.is_file():
-        raise CheckpointError(f"{config_path}: missing")
-    raw = read_checkpoint_json(config_path, max_bytes=_MAX_JSON_BYTES)
-    if raw.get("model_type") != Idefics3.name:
-        raise CheckpointError(
-            f"{config_path}: model_type is {str(raw.get('model_type'))[:40]!r}, not 'idefics3'"
-        )
+    config_path, raw = read_hub_config(source, target, Idefics3.name)
     try:
         tokenizer = load_checkpoint_tokenizer(source)
     except (FileNotFoundError, ValueError) as error:
@@ -81,7 +76,7 @@ def convert_hub_checkpoint(source: str | Path, target: str | Path) -> list[str]:
             + " (SmolVLM's tokenizer.json has every token of its chat template)"
         )
     longest_edge, tile, image_source = _image_settings(source)
-    _fp32(raw)
+    record_fp32(raw)
     raw["image_longest_edge"] = longest_edge
     raw.setdefault("max_answer_tokens", MAX_ANSWER_TOKENS)
     text = dict(raw.get("text_config") or {})
@@ -106,15 +101,10 @@ def convert_hub_checkpoint(source: str | Path, target: str | Path) -> list[str]:
         processor = Idefics3DocumentProcessor.from_config(tokenizer, config)
     except ValueError as error:
         raise CheckpointError(f"{source}: {error}") from None
-    state_dict, weights_file = read_public_weights(source)
-    cast = sorted(name for name, tensor in state_dict.items()
-                  if tensor.is_floating_point() and tensor.dtype.itemsize != 4)  # fmt: skip
-    state_dict = {name: tensor.float().contiguous() if tensor.is_floating_point()
-                  else tensor.contiguous() for name, tensor in state_dict.items()}  # fmt: skip
+    state_dict, report = read_fp32_weights(source)
     write_converted_checkpoint(source, target, config, state_dict)
     return [
-        f"weights: {weights_file}, {len(state_dict)} tensors"
-        + (f", {len(cast)} cast to float32" if cast else ""),
+        *report,
         f"tokenizer: {type(tokenizer).__name__} of {_tokenizer_file(source)}, "
         f"{len(tokenizer)} tokens; <image> {processor.image_token_id}, "
         f"{END_OF_UTTERANCE} {processor.end_of_utterance_id}, padding {processor.pad_token_id}",
@@ -124,16 +114,6 @@ def convert_hub_checkpoint(source: str | Path, target: str | Path) -> list[str]:
         f"end of an answer; was {eos_before})",
         f"max_answer_tokens: {config.max_answer_tokens}",
     ]
-
-
-def _fp32(raw: dict[str, Any]) -> None:
-    """Record float32 as the dtype of the config and its sub-configs (the kit's weights are
-    fp32, whatever the hub's)."""
-    for section in (raw, raw.get("text_config"), raw.get("vision_config")):
-        if isinstance(section, dict):
-            for key in ("dtype", "torch_dtype"):
-                if key in section:
-                    section[key] = "float32"
 
 
 def _tokenizer_file(source: Path) -> str:
@@ -165,7 +145,7 @@ def _image_settings(source: Path) -> tuple[int, int | None, str]:
     path = source / PREPROCESSOR_NAME
     if not path.is_file():
         return BASE_LONGEST_EDGE, None, f"no {PREPROCESSOR_NAME}: the public checkpoint's"
-    raw = read_checkpoint_json(path, max_bytes=_MAX_JSON_BYTES)
+    raw = read_hub_json(path)
     if raw.get("do_image_splitting") is False:
         raise CheckpointError(f"{path}: do_image_splitting is false; the kit's processor cuts "
                               "every page into tiles, as SmolVLM's does")  # fmt: skip
@@ -196,7 +176,7 @@ def _check_image_seq_len(source: Path, seq_len: int) -> None:
     path = source / PROCESSOR_NAME
     if not path.is_file():
         return
-    stated = read_checkpoint_json(path, max_bytes=_MAX_JSON_BYTES).get("image_seq_len", seq_len)
+    stated = read_hub_json(path).get("image_seq_len", seq_len)
     if stated != seq_len:
         raise CheckpointError(f"{path}: image_seq_len is {stated!r}, but the configuration's "
                               f"tiles make {seq_len} image tokens each")  # fmt: skip
