@@ -237,7 +237,7 @@ def train(
 
     from baselines.config import TrainConfig, all_option_specs
     from baselines.engine.document_task import build_task
-    from baselines.fsp.federation import build_federation
+    from baselines.fsp_phase.federation import build_federation
     from baselines.presets import all_presets, preset_config
     from baselines.run_directory import RunDirectory
 
@@ -325,8 +325,8 @@ def train(
 def _check_family(family: str, base: str) -> None:
     """A usage error when ``--base`` is not a checkpoint of ``--family``, saying how to get one."""
     from benchmark.model import read_checkpoint_config, resolve_checkpoint
-    from benchmark.model.checkpoint_validation import CheckpointError
     from benchmark.model.families import UnknownFamily, family_named
+    from benchmark.model.safetensors_header import CheckpointError
 
     try:
         wanted = family_named(family)

@@ -96,7 +96,7 @@ def worker_steps(data: Path, reference: Path, submission: Path, questions: int,
         step -> ``{"peak_mib", "after_mib", "seconds"}``.
     """
     from benchmark.data import load_split
-    from benchmark.model.checkpoint_validation import MAX_HEADER_BYTES, MAX_TENSORS
+    from benchmark.model.safetensors_header import MAX_HEADER_BYTES, MAX_TENSORS
     from evaluator.scoring import Scorer
     from evaluator.validation.binding import _Travelled, check_changes
     from evaluator.validation.checkpoint import validate_checkpoint

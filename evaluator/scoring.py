@@ -21,7 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from benchmark.model.checkpoint_validation import TensorSpec
+from benchmark.model.safetensors_header import TensorSpec
 from evaluator.benchmark_info import clients_of
 from evaluator.validation.binding import Reference
 

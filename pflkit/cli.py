@@ -35,6 +35,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "leaderboard": ("leaderboard.cli", "leaderboard"),
 }
 
+#: group -> {name -> (module, attribute)}: commands of a group defined in another package (the
+#: data group's threshold scores a run: it is the evaluation package's, and ``benchmark.data``
+#: imports nothing above it). They are added when their group is imported.
+SUBCOMMANDS: dict[str, dict[str, tuple[str, str]]] = {
+    "data": {"threshold": ("benchmark.evaluation.cli", "threshold")},
+}
+
+
+def _imported(module_name: str, attribute: str) -> click.Command | None:
+    """The command ``attribute`` of ``module_name``, imported (None when it has none)."""
+    return getattr(importlib.import_module(module_name), attribute, None)
+
 
 class LazyGroup(click.Group):
     """A group whose commands are imported on first use, so ``pflkit dp epsilon`` loads the
@@ -53,9 +65,13 @@ class LazyGroup(click.Group):
         does not define it)."""
         if cmd_name not in self.commands and cmd_name in self.lazy_commands:
             module_name, attribute = self.lazy_commands[cmd_name]
-            command = getattr(importlib.import_module(module_name), attribute, None)
+            command = _imported(module_name, attribute)
             if command is None:
                 return None
+            for name, (sub_module, sub_attribute) in SUBCOMMANDS.get(cmd_name, {}).items():
+                subcommand = _imported(sub_module, sub_attribute)
+                if isinstance(command, click.Group) and subcommand is not None:
+                    command.add_command(subcommand, name)
             self.add_command(command, cmd_name)
         return super().get_command(ctx, cmd_name)
 

@@ -1,4 +1,6 @@
-"""`pflkit data`: generate the synthetic benchmark and print data statistics."""
+"""`pflkit data`: generate the synthetic benchmark and print data statistics (the group's
+``threshold`` command scores a run: it is :mod:`benchmark.evaluation.cli`'s, added to the group by
+``pflkit/cli.py``)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,8 @@ import click
 
 @click.group()
 def data() -> None:
-    """Benchmark data: synthetic mini-PFL-DocVQA generator and statistics of a data directory."""
+    """Benchmark data: synthetic mini-PFL-DocVQA generator, statistics of a data directory and
+    track 1's threshold."""
 
 
 @data.command()
@@ -159,85 +162,3 @@ def stats(data_dir: str, as_json: bool) -> None:
         from rich.console import Console
 
         Console().print(stats_table(rows))
-
-
-@data.command()
-@click.argument("data_dir", type=click.Path(exists=True, file_okay=False))
-@click.option(
-    "--run",
-    "run_dir",
-    required=True,
-    type=click.Path(exists=True, file_okay=False),
-    help="The organisers' finished `fedavg` run (its checkpoint/ is scored on test).",
-)
-@click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a sentence.")
-def threshold(data_dir: str, run_dir: str, batch_size: int, as_json: bool) -> None:
-    """Store the track-1 threshold (95% of the FedAvg run's test ANLS) in DIR/benchmark.json.
-
-    Refused, with nothing written, when it is at or below the base model's own test ANLS."""
-    import json
-    from pathlib import Path
-
-    from benchmark.evaluation.cli import load_for_scoring
-    from benchmark.evaluation.loop import default_cache_dir, evaluate
-    from benchmark.shipped import BASE_MODEL_DIR
-    from benchmark.threshold import base_model_digest, threshold_from, write_threshold
-
-    if not (Path(data_dir) / "benchmark.json").is_file():
-        raise click.ClickException(
-            f"{Path(data_dir) / 'benchmark.json'}: missing; the threshold is stored with a "
-            "benchmark written by `pflkit data generate`"
-        )
-    run = Path(run_dir)
-    submission_path = run / "submission.json"
-    if not submission_path.is_file():
-        raise click.ClickException(f"{submission_path}: missing; finish the fedavg run first")
-    submission = json.loads(submission_path.read_text(encoding="utf-8"))
-    if submission.get("method") != "fedavg":
-        raise click.ClickException(
-            f"{run}: method is {submission.get('method')!r}; the threshold is 95% of the "
-            "organisers' `fedavg` baseline"
-        )
-    model, processor, dataset = load_for_scoring(str(run / "checkpoint"), data_dir, "test")
-    result = evaluate(
-        model, processor, dataset, batch_size=batch_size, cache_dir=default_cache_dir()
-    )
-    saved_config = run / "config.json"
-    base = json.loads(saved_config.read_text())["base"] if saved_config.is_file() else "base"
-    base_dir = BASE_MODEL_DIR if base == "base" else Path(base)
-    # The base every run starts from must not reach the threshold: the untouched base with a
-    # log of 1-byte messages would rank first in track 1.
-    base_model, base_processor, base_dataset = load_for_scoring(str(base_dir), data_dir, "test")
-    base_anls = evaluate(
-        base_model,
-        base_processor,
-        base_dataset,
-        batch_size=batch_size,
-        cache_dir=default_cache_dir(),
-    ).anls
-    if threshold_from(result.anls) <= base_anls:
-        raise click.ClickException(
-            f"the threshold would be {threshold_from(result.anls):.4f} (95% of the fedavg run's "
-            f"test ANLS {result.anls:.4f}), at or below the base model's own test ANLS "
-            f"{base_anls:.4f} ({base_dir}): the untouched base would rank first in track 1. "
-            "Train the organisers' fedavg baseline until it clearly beats the base (more "
-            "rounds), then run this again; nothing was written"
-        )
-    provenance = {
-        "run": str(run),
-        "rounds": submission.get("rounds"),
-        "base": base,
-        "base_sha256": base_model_digest(base_dir),
-        "base_test_anls": round(base_anls, 4),
-    }
-    value = write_threshold(data_dir, result.anls, provenance)
-    if as_json:
-        click.echo(
-            json.dumps({"track1_threshold": value, "fedavg_test_anls": result.anls, "n": result.n})
-        )
-    else:
-        click.echo(
-            f"fedavg test ANLS {result.anls:.4f} on {result.n} questions: "
-            f"track1_threshold {value:.4f} written to {Path(data_dir) / 'benchmark.json'}"
-        )

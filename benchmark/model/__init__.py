@@ -17,9 +17,11 @@ from benchmark.lazy_exports import lazy_exports
 
 __all__, __getattr__ = lazy_exports(__name__, {
     "batching": ("length_grouped_batches",),
-    "checkpoint": ("disk_state_dict", "expected_tensor_spec", "file_names",
-                   "read_checkpoint_config", "validate_checkpoint_dir"),
-    "checkpoint_validation": ("CheckpointError", "validate_safetensors_file"),
+    "checkpoint": ("disk_state_dict", "file_names"),
+    "family_checkpoint": ("expected_tensor_spec", "read_checkpoint_config",
+                          "validate_checkpoint_dir"),
+    "checkpoint_validation": ("validate_safetensors_file",),
+    "safetensors_header": ("CheckpointError",),
     "configuration_vt5": ("PROMPT_BOX", "VT5Config"),
     "conversion": ("convert_reference_checkpoint",),
     "loading": ("BASE_MODEL_DIR", "load_model", "load_processor", "resolve_checkpoint",

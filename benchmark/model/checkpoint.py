@@ -2,10 +2,10 @@
 
 A directory holds `config.json` (its model_type names the family, e.g. "vt5"),
 `model.safetensors` (the tensors under the names ``save_pretrained`` writes,
-:func:`disk_state_dict`) and the tokenizer. Its config is read
-within a size limit and its weights checked against the config's tensor specification with the
-checks of ``benchmark.model.checkpoint_validation``; loading and saving are in
-``benchmark.model.loading``.
+:func:`disk_state_dict`) and the tokenizer. Its config is read within a size limit
+(:func:`read_config_object`); reading it as a family's configuration and checking the weights
+against that family's model is :mod:`benchmark.model.family_checkpoint`'s; loading and saving
+are in ``benchmark.model.loading``.
 """
 
 from __future__ import annotations
@@ -13,11 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchmark.model.checkpoint_validation import (
-    CheckpointError,
-    TensorSpec,
-    validate_safetensors_file,
-)
+from benchmark.model.safetensors_header import CheckpointError, TensorSpec
 from benchmark.strict_json import JsonLimits, JsonRefused, read_json_object
 
 if TYPE_CHECKING:
@@ -32,42 +28,6 @@ MAX_CONFIG_BYTES = 1024 * 1024
 #: tokenizer_config.json lists its 100 sentinel tokens, six keys each) and longer numbers
 #: (``model_max_length`` 1e30 is written as 31 digits).
 CHECKPOINT_JSON_LIMITS = JsonLimits(max_number_chars=64, max_keys=100_000)
-
-
-def expected_tensor_spec(config: Any) -> TensorSpec:
-    """Names, shapes and dtypes of the tensors `save_pretrained` writes for a configuration.
-
-    The model of the configuration's family is built on the meta device (no memory, no
-    initialisation), tied aliases (VT5's T5 embedding) are dropped and the names are those
-    written to disk (transformers keeps VT5's original BEiT layout
-    `image_model.encoder.layer.N.*` in files).
-
-    Args:
-        config: a family's configuration (its ``model_type`` names the family).
-
-    Returns:
-        `{name: (shape, safetensors dtype name)}` for every tensor the file must hold.
-    """
-    import torch
-
-    from benchmark.model.families import family_named
-
-    model_class = family_named(config.model_type).model_class()
-    with torch.device("meta"):
-        model = model_class(config)
-    dtype_names = {
-        torch.float32: "F32",
-        torch.float16: "F16",
-        torch.bfloat16: "BF16",
-        torch.float64: "F64",
-        torch.int64: "I64",
-        torch.int32: "I32",
-        torch.bool: "BOOL",
-    }
-    return {
-        name: (tuple(tensor.shape), dtype_names[tensor.dtype])
-        for name, tensor in disk_state_dict(model).items()
-    }
 
 
 def disk_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -135,22 +95,18 @@ def read_checkpoint_json(path: Path, *, max_bytes: int) -> dict[str, Any]:
         raise CheckpointError(f"{path}: {detail}") from None
 
 
-def read_checkpoint_config(directory: str | Path) -> Any:
-    """Read and check the `config.json` of a checkpoint directory of any family.
+def read_config_object(directory: str | Path) -> tuple[Path, dict[str, Any]]:
+    """The ``config.json`` object of a checkpoint directory, read within :data:`MAX_CONFIG_BYTES`.
 
     Args:
         directory: the checkpoint directory.
 
     Returns:
-        The configuration of the family its ``model_type`` names
-        (:mod:`benchmark.model.families`).
+        The config file's path and its object (not yet read as any family's configuration).
 
     Raises:
-        CheckpointError: if the directory or its config is missing, unreadable or of no family
-            the kit knows.
+        CheckpointError: if the directory or its config is missing or unreadable.
     """
-    from benchmark.model.families import DEFAULT_FAMILY, FAMILIES, UnknownFamily, family_named
-
     directory = Path(directory)
     if not directory.is_dir():
         raise CheckpointError(f"{directory}: checkpoint directory not found")
@@ -160,42 +116,27 @@ def read_checkpoint_config(directory: str | Path) -> Any:
             f"{config_path}: missing; a checkpoint directory holds {CONFIG_NAME}, "
             f"{WEIGHTS_NAME} and the tokenizer (spiece.model / tokenizer.json)"
         )
-    raw = read_checkpoint_json(config_path, max_bytes=MAX_CONFIG_BYTES)
-    found = raw.get("model_type")
-    try:
-        family = family_named(found) if isinstance(found, str) else None
-    except UnknownFamily:
-        family = None
-    if family is None:
-        others = ", ".join(name for name in FAMILIES if name != DEFAULT_FAMILY)
-        raise CheckpointError(
-            f"{config_path}: model_type is {str(found)[:40]!r}, expected {DEFAULT_FAMILY!r} (or "
-            f"another family the kit reads: {others}); this is not a VT5 checkpoint nor one of "
-            "another family (`pflkit model convert` turns a public checkpoint into a kit one)"
-        )
-    try:
-        return family.config_from_dict(raw)
-    except (TypeError, ValueError) as error:
-        raise CheckpointError(f"{config_path}: invalid {family.title} configuration ({error})") from None
+    return config_path, read_checkpoint_json(config_path, max_bytes=MAX_CONFIG_BYTES)
 
 
-def validate_checkpoint_dir(directory: str | Path, *, check_values: bool = True) -> Any:
-    """Check a checkpoint directory: its config and its weights against that config.
+def tensor_spec(model_class: type, config: Any) -> TensorSpec:
+    """Names, shapes and dtypes of the tensors ``save_pretrained`` writes for ``model_class``
+    built from ``config``: the model is built on the meta device (no memory, no initialisation),
+    tied aliases are dropped and the names are the file's (:func:`disk_state_dict`)."""
+    import torch
 
-    Args:
-        directory: holds `config.json` and `model.safetensors`.
-        check_values: also refuse NaN or infinite weights (reads every tensor).
-
-    Returns:
-        The checkpoint's configuration.
-
-    Raises:
-        CheckpointError: naming the file and the mismatch.
-    """
-    directory = Path(directory)
-    config = read_checkpoint_config(directory)
-    weights = directory / WEIGHTS_NAME
-    if not weights.is_file():
-        raise CheckpointError(f"{weights}: missing; save the model with `save_pretrained`")
-    validate_safetensors_file(weights, expected_tensor_spec(config), check_values=check_values)
-    return config
+    with torch.device("meta"):
+        model = model_class(config)
+    dtype_names = {
+        torch.float32: "F32",
+        torch.float16: "F16",
+        torch.bfloat16: "BF16",
+        torch.float64: "F64",
+        torch.int64: "I64",
+        torch.int32: "I32",
+        torch.bool: "BOOL",
+    }
+    return {
+        name: (tuple(tensor.shape), dtype_names[tensor.dtype])
+        for name, tensor in disk_state_dict(model).items()
+    }

@@ -53,9 +53,9 @@ def convert(source: str, target: str, visual_dir: str | None, box_scale: float,
     TARGET's config.json. Another family: SOURCE is its hub layout (what save_pretrained
     writes), its input settings recorded in TARGET's config.json.
     """
-    from benchmark.model.checkpoint_validation import CheckpointError
     from benchmark.model.conversion import convert_public_checkpoint
     from benchmark.model.families import family_named
+    from benchmark.model.safetensors_header import CheckpointError
 
     try:
         if family == DEFAULT_FAMILY:
@@ -85,8 +85,8 @@ def convert(source: str, target: str, visual_dir: str | None, box_scale: float,
 def init(family: str, shape: str, out: str, seed: int) -> None:
     """Write a randomly initialised model of a family's real shape, with the shipped tokenizer:
     real-size training, scoring and memory checks without downloading any weights."""
-    from benchmark.model.checkpoint import expected_tensor_spec, read_checkpoint_config
     from benchmark.model.families import family_named
+    from benchmark.model.family_checkpoint import expected_tensor_spec, read_checkpoint_config
     from benchmark.model.random_init import init_checkpoint
 
     try:

@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from benchmark.model.checkpoint import read_checkpoint_config, validate_checkpoint_dir
 from benchmark.model.families import DocumentProcessor, family_named
+from benchmark.model.family_checkpoint import read_checkpoint_config, validate_checkpoint_dir
 from benchmark.shipped import BASE_MODEL_DIR
 
 BASE_NAME = "base"
@@ -66,7 +66,7 @@ def load_model(path_or_base: str | Path, *, check_values: bool = True) -> Any:
 
     Raises:
         FileNotFoundError: if the directory does not exist.
-        benchmark.model.checkpoint_validation.CheckpointError: for a missing or invalid config or weights.
+        benchmark.model.safetensors_header.CheckpointError: for a missing or invalid config or weights.
     """
     directory = resolve_checkpoint(path_or_base)
     config = validate_checkpoint_dir(directory, check_values=check_values)

@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING
 
 from benchmark.data.imdb import write_bytes
 from benchmark.model.checkpoint import disk_state_dict
-from benchmark.model.checkpoint_validation import (
+from benchmark.model.checkpoint_validation import validate_safetensors_file
+from benchmark.model.safetensors_header import (
     MAX_HEADER_BYTES,
     CheckpointError,
     TensorSpec,
     spec_data_bytes,
-    validate_safetensors_file,
 )
 from benchmark.submission_contract import PERSONAL_DIR, PERSONAL_FILE, personal_file_name
 

@@ -118,22 +118,20 @@ class VT5Processor:
         )
 
     @classmethod
-    def from_pretrained(cls, directory: str | Path) -> VT5Processor:
-        """Load the tokenizer and the settings of a VT5 checkpoint directory.
+    def from_pretrained(cls, directory: str | Path, config: Any) -> VT5Processor:
+        """The processor of a VT5 checkpoint directory: its tokenizer and its config's settings.
 
         Args:
-            directory: a checkpoint directory (config.json + tokenizer files).
+            directory: a checkpoint directory (the tokenizer files).
+            config: its configuration, read by its family
+                (:meth:`~benchmark.model.families.base.ModelFamily.read_config`).
 
         Returns:
             The processor.
 
         Raises:
-            benchmark.model.checkpoint.CheckpointError: if the config is missing or not VT5.
             FileNotFoundError: if the tokenizer files are missing.
         """
-        from benchmark.model.checkpoint import read_checkpoint_config
-
-        config = read_checkpoint_config(directory)
         processor = cls.from_config(load_tokenizer(directory), config)
         processor._source_dir = Path(directory)
         return processor

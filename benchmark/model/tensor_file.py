@@ -9,7 +9,7 @@ and noise-floor checks peaked at 2.4-2.5 times a VT5-base checkpoint's 1,282 MiB
 own, freed with the tensor, so a pass over a file holds one tensor at a time (the same checks:
 0.6 and 1.2 times). The bytes are the file's: a tensor equals ``safe_open``'s bit for bit.
 
-The header is parsed and checked by :func:`benchmark.model.checkpoint_validation.read_safetensors_header`
+The header is parsed and checked by :func:`benchmark.model.safetensors_header.read_safetensors_header`
 (offsets within the file, no overlap), so no tensor is read from outside its range. The model
 itself is still loaded by ``from_pretrained``, which maps the file and hands the mapped tensors
 to the model without a copy (``benchmark.model.loading``).
@@ -22,7 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, BinaryIO
 
-from benchmark.model.checkpoint_validation import (
+from benchmark.model.safetensors_header import (
     SafetensorsError,
     SafetensorsHeader,
     read_safetensors_header,

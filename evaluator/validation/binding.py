@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmark.communication_log import SERVER, lora_adapted_module
-from benchmark.model.checkpoint_validation import TensorSpec
+from benchmark.model.safetensors_header import TensorSpec
 from benchmark.wire_formats import UnknownWireFormat, wire_format
 from evaluator.validation.commdetails import PART, DetailedMessage
 from evaluator.validation.commlog import CommunicationTally

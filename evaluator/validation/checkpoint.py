@@ -13,15 +13,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchmark.model.checkpoint_validation import (
-    MAX_LISTED,
     NonFiniteTensors,
+    SpecMismatch,
+    validate_safetensors_file,
+)
+from benchmark.model.safetensors_header import (
+    MAX_LISTED,
     SafetensorsError,
     SafetensorsHeader,
-    SpecMismatch,
     TensorSpec,
     read_safetensors_header,
     some,
-    validate_safetensors_file,
 )
 from evaluator.validation.errors import InvalidSubmission
 

@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmark.model.checkpoint_validation import TensorSpec
 from benchmark.model.personalisation import (
     PersonalisationError,
     Personalisations,
     read_personalisations,
 )
+from benchmark.model.safetensors_header import TensorSpec
 from benchmark.submission_contract import PERSONAL_DIR
 from evaluator.validation.errors import InvalidSubmission
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from benchmark.model.checkpoint_validation import SafetensorsError, read_safetensors_header
+from benchmark.model.safetensors_header import SafetensorsError, read_safetensors_header
 from benchmark.submission_contract import PERSONAL_DIR, PERSONAL_FILE, personal_field
 from evaluator.validation.errors import InvalidSubmission
 

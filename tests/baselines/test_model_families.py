@@ -27,10 +27,10 @@ from baselines.methods.lora import LoRA
 from benchmark.data import load_split
 from benchmark.evaluation import evaluate
 from benchmark.model import load_model, load_processor, read_checkpoint_config
-from benchmark.model.checkpoint import validate_checkpoint_dir
-from benchmark.model.checkpoint_validation import CheckpointError
 from benchmark.model.families import UnknownFamily, family_named
+from benchmark.model.family_checkpoint import validate_checkpoint_dir
 from benchmark.model.random_init import init_checkpoint
+from benchmark.model.safetensors_header import CheckpointError
 
 TRAIN = ("--rounds", "1", "--local-epochs", "1", "--val-limit", "0", "--threads", "1",
          "--no-progress", "--clients-per-round", "1")  # fmt: skip

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from baselines.cli import train
-from benchmark.data.cli import threshold
+from benchmark.evaluation.cli import threshold
 from benchmark.evaluation.cli import evaluate
 
 

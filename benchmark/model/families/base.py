@@ -21,6 +21,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
+from benchmark.model.checkpoint import read_config_object
+from benchmark.model.safetensors_header import CheckpointError
+
 
 @runtime_checkable
 class DocumentProcessor(Protocol):
@@ -104,6 +107,36 @@ class ModelFamily:
         """The family's configuration of a ``config.json`` object (raises ``TypeError`` or
         ``ValueError`` on a malformed one)."""
         raise NotImplementedError
+
+    @classmethod
+    def config_of(cls, config_path: Path, raw: dict[str, Any]) -> Any:
+        """The family's configuration of the object read from ``config_path``.
+
+        Raises:
+            CheckpointError: naming the file, when the object is no valid configuration.
+        """
+        try:
+            return cls.config_from_dict(raw)
+        except (TypeError, ValueError) as error:
+            raise CheckpointError(
+                f"{config_path}: invalid {cls.title} configuration ({error})"
+            ) from None
+
+    @classmethod
+    def read_config(cls, directory: str | Path) -> Any:
+        """The configuration in a checkpoint directory of this family (its processor's
+        settings are there).
+
+        Raises:
+            CheckpointError: the config is missing, unreadable, of another family or invalid.
+        """
+        config_path, raw = read_config_object(directory)
+        if raw.get("model_type") != cls.name:
+            raise CheckpointError(
+                f"{config_path}: model_type is {str(raw.get('model_type'))[:40]!r}, expected "
+                f"{cls.name!r} (a {cls.title} checkpoint)"
+            )
+        return cls.config_of(config_path, raw)
 
     @classmethod
     def model_class(cls) -> type:

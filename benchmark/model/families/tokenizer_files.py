@@ -27,12 +27,10 @@ class CheckpointTokenizer:
         raise NotImplementedError
 
     @classmethod
-    def from_pretrained(cls, directory: str | Path) -> Self:
-        """The processor of a checkpoint directory (config.json and the tokenizer files)."""
-        from benchmark.model.checkpoint import read_checkpoint_config
-
-        processor = cls.from_config(cls.read_tokenizer(directory),
-                                    read_checkpoint_config(directory))  # fmt: skip
+    def from_pretrained(cls, directory: str | Path, config: Any) -> Self:
+        """The processor of a checkpoint directory's tokenizer files and its configuration
+        (read by its family, :meth:`~benchmark.model.families.base.ModelFamily.read_config`)."""
+        processor = cls.from_config(cls.read_tokenizer(directory), config)
         processor._source_dir = Path(directory)
         return processor
 

@@ -43,7 +43,7 @@ class VT5(ModelFamily):
         """A :class:`~benchmark.model.processing_vt5.VT5Processor`."""
         from benchmark.model.processing_vt5 import VT5Processor
 
-        return VT5Processor.from_pretrained(directory)
+        return VT5Processor.from_pretrained(directory, cls.read_config(directory))
 
     @classmethod
     def random_model(cls, shape: str, tokenizer_dir: Path) -> tuple[Any, DocumentProcessor]:

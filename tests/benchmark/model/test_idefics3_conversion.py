@@ -23,7 +23,6 @@ from click.testing import CliRunner
 from benchmark.data import load_split
 from benchmark.evaluation import evaluate
 from benchmark.model import load_model, load_processor
-from benchmark.model.checkpoint import validate_checkpoint_dir
 from benchmark.model.families.idefics3 import (
     MAX_ANSWER_TOKENS,
     TINY_SCALE_FACTOR,
@@ -31,6 +30,7 @@ from benchmark.model.families.idefics3 import (
     TINY_VISION,
 )
 from benchmark.model.families.idefics3.processing import CHAT_TOKENS, END_OF_UTTERANCE, IMAGE_TOKEN
+from benchmark.model.family_checkpoint import validate_checkpoint_dir
 from benchmark.model.loading import save_checkpoint
 from pflkit.cli import main
 

@@ -27,8 +27,6 @@ from baselines.presets import PRESETS
 from benchmark.data import load_split
 from benchmark.evaluation import evaluate
 from benchmark.model import load_model, load_processor, read_checkpoint_config
-from benchmark.model.checkpoint import validate_checkpoint_dir
-from benchmark.model.checkpoint_validation import CheckpointError
 from benchmark.model.families import FAMILIES, DocumentProcessor, family_named
 from benchmark.model.families.idefics3 import Idefics3
 from benchmark.model.families.idefics3.processing import (
@@ -37,8 +35,10 @@ from benchmark.model.families.idefics3.processing import (
     GLOBAL_IMAGE_TOKEN,
     IMAGE_TOKEN,
 )
+from benchmark.model.family_checkpoint import validate_checkpoint_dir
 from benchmark.model.loading import save_checkpoint
 from benchmark.model.random_init import init_checkpoint
+from benchmark.model.safetensors_header import CheckpointError
 from benchmark.shipped import BASE_MODEL_DIR
 
 TRAIN = ("--rounds", "1", "--local-epochs", "1", "--val-limit", "0", "--threads", "1",

@@ -7,7 +7,7 @@ import math
 from click.testing import CliRunner
 
 from benchmark.model import load_model, load_processor
-from benchmark.model.checkpoint import expected_tensor_spec
+from benchmark.model.family_checkpoint import expected_tensor_spec
 
 
 def test_init_writes_a_loadable_model_and_refuses_an_existing_directory(tmp_path):

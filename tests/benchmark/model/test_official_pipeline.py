@@ -25,8 +25,8 @@ from benchmark.data import load_split
 from benchmark.data.imdb import read_imdb, write_imdb
 from benchmark.evaluation import predict
 from benchmark.model import load_model, load_processor, load_tokenizer
-from benchmark.model.checkpoint import CheckpointError
 from benchmark.model.conversion import convert_public_checkpoint
+from benchmark.model.safetensors_header import CheckpointError
 from tests.benchmark.model.official_pipeline import EXTRA_IDS, OfficialPipeline
 from tests.benchmark.model.public_layout import DIT_FLAGS, write_public_layout
 

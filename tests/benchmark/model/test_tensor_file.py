@@ -19,7 +19,7 @@ from benchmark.model import (
     save_checkpoint,
     tiny_vt5_config,
 )
-from benchmark.model.checkpoint_validation import SafetensorsError, read_safetensors_header
+from benchmark.model.safetensors_header import SafetensorsError, read_safetensors_header
 from benchmark.model.tensor_file import TORCH_DTYPE_NAMES, TensorFile
 
 linux_only = pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/self/maps")

@@ -128,7 +128,7 @@ class Idefics3(ModelFamily):
         """An :class:`~benchmark.model.families.idefics3.processing.Idefics3DocumentProcessor`."""
         from benchmark.model.families.idefics3.processing import Idefics3DocumentProcessor
 
-        return Idefics3DocumentProcessor.from_pretrained(directory)
+        return Idefics3DocumentProcessor.from_pretrained(directory, cls.read_config(directory))
 
     @classmethod
     def random_model(cls, shape: str, tokenizer_dir: Path) -> tuple[Any, DocumentProcessor]:

@@ -11,7 +11,7 @@ The hub's directory holds ``config.json`` (model_type ``idefics3``), the weights
 tokenizer's ``<end_of_utterance>`` (the kit's answers end with it), every tensor in fp32, the
 tokenizer files copied as they are, and everything checked before the directory appears: the
 template's tokens looked up by their text against ``image_token_id``, the weights against the
-configuration's tensor specification (:func:`benchmark.model.conversion.write_converted_checkpoint`).
+configuration's tensor specification (:func:`benchmark.model.hub_checkpoint.write_converted_checkpoint`).
 """
 
 from __future__ import annotations
@@ -20,15 +20,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from benchmark.model.checkpoint_validation import CheckpointError
-from benchmark.model.conversion import (
+from benchmark.model.families.idefics3 import BASE_LONGEST_EDGE, MAX_ANSWER_TOKENS, Idefics3
+from benchmark.model.hub_checkpoint import (
     read_fp32_weights,
     read_hub_config,
     read_hub_json,
     record_fp32,
     write_converted_checkpoint,
 )
-from benchmark.model.families.idefics3 import BASE_LONGEST_EDGE, MAX_ANSWER_TOKENS, Idefics3
+from benchmark.model.safetensors_header import CheckpointError
 
 PREPROCESSOR_NAME = "preprocessor_config.json"
 PROCESSOR_NAME = "processor_config.json"
@@ -102,7 +102,7 @@ def convert_hub_checkpoint(source: str | Path, target: str | Path) -> list[str]:
     except ValueError as error:
         raise CheckpointError(f"{source}: {error}") from None
     state_dict, report = read_fp32_weights(source)
-    write_converted_checkpoint(source, target, config, state_dict)
+    write_converted_checkpoint(source, target, Idefics3, config, state_dict)
     return [
         *report,
         f"tokenizer: {type(tokenizer).__name__} of {_tokenizer_file(source)}, "

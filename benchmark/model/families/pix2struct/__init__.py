@@ -68,7 +68,7 @@ class Pix2Struct(ModelFamily):
         """A :class:`~benchmark.model.families.pix2struct.processing.Pix2StructProcessor`."""
         from benchmark.model.families.pix2struct.processing import Pix2StructProcessor
 
-        return Pix2StructProcessor.from_pretrained(directory)
+        return Pix2StructProcessor.from_pretrained(directory, cls.read_config(directory))
 
     @classmethod
     def random_model(cls, shape: str, tokenizer_dir: Path) -> tuple[Any, DocumentProcessor]:

@@ -2,7 +2,7 @@
 
 :func:`build_federation` gives ``pflkit train`` the plain :class:`FederatedSimulation` when
 ``fsp_rounds`` is 0 and a :class:`PretrainedFederation` otherwise. The phase is a federated
-simulation of its own, on the pre-training task (:mod:`baselines.fsp.task`), with its rounds,
+simulation of its own, on the pre-training task (:mod:`baselines.fsp_phase.task`), with its rounds,
 clients per round and strategy, saved under ``RUN_DIR/pretraining/`` (state, its own logs and
 its checkpoint without the added rows, resumable); its seed is derived from the run's, so its
 sampling is a stream of its own. Fine-tuning then starts from the pre-trained weights (the added
@@ -35,8 +35,8 @@ from baselines.core.parameters import get_values, set_values
 from baselines.core.task import FederatedTask
 from baselines.engine.server import FederatedServer
 from baselines.engine.simulation import FederatedSimulation, RunSummary
-from baselines.fsp.task import build_pretraining_task
 from baselines.fsp.vocabulary import without_denoising_rows
+from baselines.fsp_phase.task import build_pretraining_task
 from baselines.run_directory import RunDirectory
 from baselines.wire import EncodedMessage
 from benchmark.model.families import DEFAULT_FAMILY, family_named
@@ -132,7 +132,7 @@ class PretrainedFederation(FederatedSimulation):
         config: the run's configuration (``fsp_rounds`` > 0).
         task: the fine-tuning task.
         run_dir: the run directory (the phase's lives in its ``pretraining/``).
-        pretraining_task: the phase's task (:func:`~baselines.fsp.task.build_pretraining_task`).
+        pretraining_task: the phase's task (:func:`~baselines.fsp_phase.task.build_pretraining_task`).
         progress: show progress bars.
 
     Raises:
