@@ -10,6 +10,7 @@ from typing import Any
 
 from anyio import to_thread
 from fastapi import APIRouter, FastAPI
+from fastapi.staticfiles import StaticFiles
 from sqlalchemy import select
 
 from benchmark.tracks import TRACKS
@@ -142,7 +143,8 @@ def create_app(
     app.state.fast_reads = FastReads()
     app.state.fast_reads.add("/api/v1/submissions/{submission_id}", fast_status)
     app.add_middleware(FastReadsMiddleware, fast_reads=app.state.fast_reads)
-    app.add_middleware(SecurityHeaders)
+    site_path = settings.docs_url if settings.serves_site else None
+    app.add_middleware(SecurityHeaders, site_path=site_path)
     errors.install(app)
     app.state.metrics = ServiceMetrics(
         app.state.read_sessions, stale_seconds=settings.worker_stale_seconds
@@ -154,4 +156,7 @@ def create_app(
     app.include_router(teams.router)
     for router in routers:
         app.include_router(router)
+    if site_path is not None:
+        app.mount(site_path.rstrip("/"), StaticFiles(directory=settings.site_dir, html=True),
+                  name="site")  # fmt: skip
     return app

@@ -25,6 +25,8 @@ MAX_HEADER_BYTES_CEILING = 100 * MIB
 DEFAULT_API_THREADS = 16
 #: where the documentation site is published unless ``docs_url`` says otherwise.
 DEFAULT_DOCS_URL = "/site/"
+#: ``make docs``'s output in a checkout of the kit, which the service serves at ``docs_url``.
+DEFAULT_SITE_DIR = Path(__file__).resolve().parents[2] / "site"
 PLACEHOLDER_TOKENS = {
     "changeme",
     "change-me",
@@ -115,8 +117,13 @@ class Settings(BaseSettings):
         docs_url: where the documentation site (``make docs``'s ``site/``) is published, an
             ``http(s)://`` URL or a path on the service's host; the leaderboard's pages link
             its participants' pages under it (``participants/scoring/``). The default,
-            ``/site/``, is the site served beside the service on the same host (e.g. by the
-            reverse proxy in front of ``pflkit serve``, which does not serve it itself).
+            ``/site/``, is the site on the service's own host: ``site_dir`` served by the
+            service, or a reverse proxy's when ``docs_url`` is set. Where no site answers there
+            (the default path and no ``site_dir``), the pages show no link rather than a
+            broken one (:attr:`docs_link`).
+        site_dir: a built documentation site (``make docs``'s ``site/``; the default is the
+            kit checkout's) that the service serves itself at ``docs_url`` when that is a path
+            and the directory holds ``index.html``.
     """
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
@@ -177,6 +184,7 @@ class Settings(BaseSettings):
                              ) = DEFAULT_REPRODUCTION_TOLERANCE
     log_level: str = "INFO"
     docs_url: str = DEFAULT_DOCS_URL
+    site_dir: Path | None = DEFAULT_SITE_DIR
 
     @field_validator("organiser_token")
     @classmethod
@@ -200,6 +208,22 @@ class Settings(BaseSettings):
                 f"without spaces (got {value!r}); e.g. https://example.org/pflkit/ or /site/"
             )
         return value if value.endswith("/") else value + "/"
+
+    @property
+    def serves_site(self) -> bool:
+        """Whether the service serves the documentation site itself (:attr:`site_dir` at
+        :attr:`docs_url`, a path on this host)."""
+        return (self.docs_url.startswith("/") and self.site_dir is not None
+                and (self.site_dir / "index.html").is_file())  # fmt: skip
+
+    @property
+    def docs_link(self) -> str | None:
+        """The documentation site's address for the pages' links: ``docs_url`` when it is a
+        URL, was set by the organisers (a reverse proxy serves it) or is served by the service;
+        ``None`` for the default path with no site behind it."""
+        chosen = self.docs_url.startswith(("http://", "https://")) or (
+            "docs_url" in self.model_fields_set)
+        return self.docs_url if chosen or self.serves_site else None
 
     @field_validator("database_url")
     @classmethod

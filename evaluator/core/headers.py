@@ -2,7 +2,8 @@
 
 Pages get a strict Content-Security-Policy (only the app's own stylesheet and images, no
 scripts, no framing); the interactive API docs (``/docs``, ``/redoc``) load FastAPI's Swagger UI
-and ReDoc from their CDN and get the policy they need. Every response carries
+and ReDoc from their CDN and get the policy they need, and the documentation site, where the
+service serves it, gets the policy of a static MkDocs site (its own scripts and inline ones). Every response carries
 ``X-Content-Type-Options: nosniff``, ``X-Frame-Options: DENY`` and ``Referrer-Policy``.
 """
 
@@ -21,6 +22,12 @@ DOCS_POLICY = (
     "https://cdn.redoc.ly; worker-src blob:; frame-ancestors 'none'; base-uri 'none'"
 )
 DOCS_PATHS = ("/docs", "/redoc")
+SITE_POLICY = (
+    "default-src 'self'; script-src 'self' 'unsafe-inline'; "
+    "style-src 'self' 'unsafe-inline' https://fonts.googleapis.com; "
+    "font-src 'self' https://fonts.gstatic.com; img-src 'self' data:; frame-ancestors 'none'; "
+    "base-uri 'none'"
+)
 
 
 class SecurityHeaders:
@@ -28,18 +35,24 @@ class SecurityHeaders:
 
     Args:
         app: the ASGI application.
+        site_path: where the service serves the documentation site (``None``: it does not).
     """
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, site_path: str | None = None) -> None:
         self.app = app
+        self.site_path = site_path
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        docs = scope.get("path", "").startswith(DOCS_PATHS)
+        path = scope.get("path", "")
+        if self.site_path is not None and path.startswith(self.site_path):
+            policy = SITE_POLICY
+        else:
+            policy = DOCS_POLICY if path.startswith(DOCS_PATHS) else PAGE_POLICY
         extra = [
-            (b"content-security-policy", (DOCS_POLICY if docs else PAGE_POLICY).encode()),
+            (b"content-security-policy", policy.encode()),
             (b"x-content-type-options", b"nosniff"),
             (b"x-frame-options", b"DENY"),
             (b"referrer-policy", b"same-origin"),

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from benchmark.tracks import TRACKS
 from evaluator.api.deps import organiser_from_request
+from evaluator.core.config import Settings
 from evaluator.readiness import track2_checks
 from evaluator.validation.coverage import BYTES_CHECKED
 from evaluator.validation.privacy import VERIFICATION_COVERS, VERIFICATION_DOES_NOT_COVER
@@ -31,6 +32,12 @@ MAX_ROUNDS_SHOWN = 200
 SCORING_PAGE = "participants/scoring/"
 
 
+def scoring_url(settings: Settings) -> str | None:
+    """The participants' scoring page, ``None`` where no documentation site answers."""
+    link = settings.docs_link
+    return None if link is None else link + SCORING_PAGE
+
+
 @router.get("/leaderboard/static/style.css", include_in_schema=False)
 def style() -> Response:
     """The pages' only stylesheet."""
@@ -50,7 +57,7 @@ async def leaderboard_page(request: Request, all: bool = Query(False, alias="all
             "bytes_checked": BYTES_CHECKED,
             "track2_checks": track2_checks(views.serves_canaries(request.app)),
             "unranked_shown": MAX_UNRANKED_SHOWN,
-            "scoring_url": request.app.state.settings.docs_url + SCORING_PAGE,
+            "scoring_url": scoring_url(request.app.state.settings),
         }
         return templates.get_template("leaderboard.html").render(context).encode()
 

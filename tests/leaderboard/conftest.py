@@ -118,6 +118,15 @@ def fill_personal(db_url: str) -> dict[str, str]:
     return ids
 
 
+def write_site(site: Path) -> Path:
+    """A two-page documentation site (what ``make docs`` writes, in miniature)."""
+    (site / "participants" / "scoring").mkdir(parents=True)
+    (site / "index.html").write_text("<h1>PFL-DocVQA Kit</h1>")
+    (site / "participants" / "scoring" / "index.html").write_text(
+        "<h1>How a submission is scored</h1>")
+    return site
+
+
 def start_server(tmp: Path) -> tuple[str, str, threading.Thread, object]:
     """Migrate a SQLite database in ``tmp`` and serve the evaluator + leaderboard with uvicorn."""
     import uvicorn
@@ -136,6 +145,7 @@ def start_server(tmp: Path) -> tuple[str, str, threading.Thread, object]:
         data_dir=data,
         organiser_token=ORGANISER_TOKEN,
         embedded_worker=False,
+        site_dir=write_site(tmp / "site"),
     )
     migrate(settings.db_url)
     port = _free_port()

@@ -41,6 +41,28 @@ def test_each_section_opens_with_its_description_and_the_scoring_link(served) ->
     assert 'id="verification-covers"' in section and 'id="track2-checks"' in section
 
 
+def test_the_scoring_link_opens_the_site_the_service_serves(served) -> None:
+    page = httpx.get(served.url + "/leaderboard").text
+    link = re.search(r'<a href="([^"]+)">How a submission is scored</a>', page)
+    assert link is not None and link.group(1) == DEFAULT_DOCS_URL + SCORING_PAGE
+    answer = httpx.get(served.url + link.group(1))
+    assert answer.status_code == 200
+    assert "<h1>How a submission is scored</h1>" in answer.text
+    assert "script-src 'self' 'unsafe-inline'" in answer.headers["content-security-policy"]
+    # the pages keep their own strict policy
+    assert "default-src 'none'" in httpx.get(served.url + "/leaderboard").headers[
+        "content-security-policy"]
+
+
+def test_no_link_where_no_site_answers(tmp_path: Path) -> None:
+    unbuilt = Settings(storage_dir=tmp_path, site_dir=tmp_path / "site")
+    assert not unbuilt.serves_site and unbuilt.docs_link is None
+    proxied = Settings(storage_dir=tmp_path, site_dir=None, docs_url="/site/")
+    assert proxied.docs_link == "/site/"
+    elsewhere = Settings(storage_dir=tmp_path, docs_url="https://example.org/kit")
+    assert elsewhere.docs_link == "https://example.org/kit/"
+
+
 @pytest.mark.parametrize(("given", "kept"), [("https://example.org/kit", "https://example.org/kit/"),
                                              ("/docs-site/", "/docs-site/")])  # fmt: skip
 def test_the_docs_url_ends_with_a_slash(given: str, kept: str) -> None:
