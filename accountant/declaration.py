@@ -17,6 +17,7 @@ import math
 import numbers
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from accountant.federated import ANALYSES, SAMPLINGS
 
@@ -50,6 +51,20 @@ class DeclarationError(ValueError):
         super().__init__(f"{field}: {message}" if field else message)
 
 
+def _key(help: str, rule: str) -> Any:
+    """A key of privacy.json as a field of ``PrivacyDeclaration``: what it holds and the rule its
+    value must follow, which the files reference (docs/reference/files.md) shows.
+
+    Args:
+        help: what the key holds.
+        rule: what :func:`parse_declaration` and the evaluator require of its value.
+
+    Returns:
+        A ``dataclasses.field`` without a default, its ``metadata`` ``{"help", "rule"}``.
+    """
+    return field(metadata={"help": help, "rule": rule})
+
+
 @dataclass(frozen=True)
 class PrivacyDeclaration:
     """A validated privacy claim of one training run.
@@ -67,18 +82,36 @@ class PrivacyDeclaration:
         unknown_fields: keys present in the file but not part of the format (ignored).
     """
 
-    epsilon: float
-    delta: float
-    noise_multiplier: float
-    clipping_norm: float
-    rounds: int | float
-    clients: int
-    clients_per_round: int
-    providers_per_round: int
-    min_providers: int
-    sampling: str
-    analysis: str
-    unit: str
+    epsilon: float = _key("the claimed epsilon per provider", "a finite number > 0")
+    delta: float = _key(
+        "the claimed delta",
+        "in (0, 1); ranked only at or below 1e-5, and a delta above 1/N for the benchmark's N "
+        "providers leaves the claim unverified",
+    )
+    noise_multiplier: float = _key(
+        "the Gaussian noise's standard deviation over the clipping norm", "> 0"
+    )
+    clipping_norm: float = _key("S, the L2 bound of one provider's update", "> 0")
+    rounds: int | float = _key(
+        "federated rounds, the mechanism's steps",
+        f"1 to {MAX_ROUNDS:,} (a non-integer is reported and fails); must be the log's rounds",
+    )
+    clients: int = _key("K", "a whole number >= 1; must be the benchmark's K")
+    clients_per_round: int = _key(
+        "M, the clients the server samples a round",
+        ">= 1, at most `clients`; with `fixed` sampling every round of the log must have M "
+        "clients, with `poisson` the log's mean may exceed M by 3 standard errors at most",
+    )
+    providers_per_round: int = _key(
+        "m, the providers a sampled client samples",
+        ">= 1, at most `min_providers` and the benchmark's smallest client's providers",
+    )
+    min_providers: int = _key(
+        "N, the fewest providers held by any client", ">= 1; must be the benchmark's"
+    )
+    sampling: str = _key("`poisson` or `fixed`", "exact, case-sensitive")
+    analysis: str = _key("`competition` (q = M/K x m/N) or `strict` (q = m/N)", "exact")
+    unit: str = _key("`provider`", "exact")
     unknown_fields: tuple[str, ...] = field(default=())
 
     def to_dict(self) -> dict:

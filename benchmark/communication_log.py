@@ -25,6 +25,18 @@ import re
 from collections.abc import Iterable, Mapping
 
 HEADER: tuple[str, ...] = ("federated_round", "sender", "receiver", "amount_of_bytes")
+#: what each column of :data:`HEADER` holds, shown in the files reference
+#: (docs/reference/files.md).
+COLUMNS: dict[str, str] = {
+    "federated_round": "the round, 1-based as the engine writes it; with `--fsp-rounds P` the "
+    "pre-training rounds are 1..P and fine-tuning round r is P + r; on track 3 the final global "
+    "model sent to the clients before they personalise it is round R + 1",
+    "sender": "`-1` for the server, else the client id `0..K-1`",
+    "receiver": "the same; every message goes between the server and one client",
+    "amount_of_bytes": "the tensor data as sent, positive: 4 bytes a value in fp32, "
+    "`ceil(n/2) + 4 ceil(n/64)` a tensor of n values in NF4 (each wire format states its "
+    "formula: `benchmark/wire_formats/`); tied tensors count once",
+}
 #: the server's id in ``sender`` and ``receiver``.
 SERVER = -1
 #: keys every line of the detailed log has (the engine writes more: direction, sha256...).

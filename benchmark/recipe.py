@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from benchmark.strict_json import JsonLimits, JsonRefused, parse_json_object
@@ -32,20 +32,53 @@ class RecipeError(ValueError):
     """A recipe that cannot be read: the message says what is wrong."""
 
 
+#: ``format``, the key checked and not kept: what it holds and its limit (the keys kept are
+#: ``Recipe``'s fields).
+FORMAT_KEY = ("the recipe's format", f"must be {FORMAT}")
+_TEXT = "1 to 512 characters"
+_HEX = "a SHA-256 in hex"
+
+
+def _key(key: str, help: str, limits: str, *, required: bool = True) -> Any:
+    """A key of recipe.json as a field of ``Recipe``, for the files reference
+    (docs/reference/files.md).
+
+    Args:
+        key: the key in the file (``base.name``: ``name`` in the object ``base``).
+        help: what it holds.
+        limits: what ``parse_recipe`` requires of its value.
+        required: whether ``parse_recipe`` refuses a recipe without it.
+
+    Returns:
+        A ``dataclasses.field`` without a default, with that ``metadata``.
+    """
+    return field(metadata={"key": key, "help": help, "limits": limits, "required": required})
+
+
 @dataclass(frozen=True)
 class Recipe:
     """A parsed recipe (the fields of ``baselines.recipe``)."""
 
-    config: dict[str, Any]
-    base_name: str
-    base_sha256: str
-    data_fingerprint: str
-    kit_version: str
-    kit_source_sha256: str
-    machine_label: str
-    threads: int
-    device: str
-    files: dict[str, str]
+    config: dict[str, Any] = _key(
+        "config", "the whole training configuration with its preset and its seed",
+        "an object with a string `preset`",
+    )  # fmt: skip
+    base_name: str = _key(
+        "base.name", "the checkpoint every party starts from (`base` for the shipped one)", _TEXT
+    )
+    base_sha256: str = _key("base.sha256", "the SHA-256 of its weights", _HEX)
+    data_fingerprint: str = _key("data.fingerprint", "the fingerprint of the training files", _HEX)
+    kit_version: str = _key("kit.version", "the kit's package version", _TEXT)
+    kit_source_sha256: str = _key("kit.source_sha256", "the digest of its Python sources", _HEX)
+    machine_label: str = _key("machine.label", "the CPU pins' label of the machine type", _TEXT)
+    threads: int = _key("machine.threads", "torch's threads", "1 to 1024")
+    device: str = _key("machine.device", "the device", _TEXT)
+    files: dict[str, str] = _key(
+        "files", "the source of the one-file components the run used from "
+        "`baselines/methods/`, `strategies/`, `optimizers/` or `wire/`, by path",
+        f"at most {MAX_BUNDLE_FILES} files, each at most {MAX_BUNDLE_FILE_CHARS:,} characters",
+        required=False,
+    )  # fmt: skip
 
     @property
     def preset(self) -> str:

@@ -18,7 +18,12 @@ class PersonalMetadata(BaseModel):
 
     #: the log round that sends the final global model to the clients before they personalise
     #: it (after the federated rounds; None when nothing is sent).
-    log_round: int | None = Field(default=None, ge=0, le=1_000_000)
+    log_round: int | None = Field(
+        default=None, ge=0, le=1_000_000,
+        description="the round that sent the final global model, or `null`",
+        json_schema_extra={"checked": "must be the log's last round, after the declared ones, "
+                                      "and is not counted in `rounds`"},
+    )  # fmt: skip
 
 
 class PretrainingMetadata(BaseModel):
@@ -27,8 +32,16 @@ class PretrainingMetadata(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    rounds: int = Field(ge=1, le=1_000_000)
-    clients_per_round: int = Field(ge=1, le=100_000)
+    rounds: int = Field(
+        ge=1, le=1_000_000,
+        description="the pre-training rounds, logged before the fine-tuning rounds",
+        json_schema_extra={"checked": "the log's first `rounds` rounds must be them"},
+    )  # fmt: skip
+    clients_per_round: int = Field(
+        ge=1, le=100_000, description="the clients each pre-training round samples",
+        json_schema_extra={"checked": "every pre-training round of the log must involve this "
+                                      "many distinct clients"},
+    )  # fmt: skip
 
 
 class SubmissionMetadata(BaseModel):
@@ -39,16 +52,58 @@ class SubmissionMetadata(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    track: int
-    method: str = Field(min_length=1, max_length=200)
-    description: str = Field(default="", max_length=10_000)
-    clients: int | None = Field(default=None, ge=1, le=100_000)
-    clients_per_round: int | None = Field(default=None, ge=1, le=100_000)
-    rounds: int | None = Field(default=None, ge=0, le=1_000_000)
-    sampling: Literal["fixed", "poisson"] | None = None
-    personal: PersonalMetadata | None = None
-    pretraining: PretrainingMetadata | None = None
-    family: str = Field(default=DEFAULT_FAMILY, min_length=1, max_length=40)
+    # Each field's description says what ``pflkit train`` writes there, its ``checked`` what
+    # the evaluator checks beyond the type and the limits: the files reference
+    # (docs/reference/files.md) is generated from them, with the keys of OTHER_KEYS below.
+    track: int = Field(
+        description="1, 2 or 3: track 3 when the run wrote personalisations, track 2 when it "
+                    "wrote a privacy declaration, else 1",
+        json_schema_extra={"checked": "a JSON integer that is a track number (`true` is "
+                                      "refused); the upload's parts must be that track's"},
+    )  # fmt: skip
+    method: str = Field(min_length=1, max_length=200, description="the preset's name")
+    description: str = Field(
+        default="", max_length=10_000, description="free text (not written; add it by hand)"
+    )
+    clients: int | None = Field(
+        default=None, ge=1, le=100_000, description="K, the federation's clients",
+        json_schema_extra={"checked": "must be the benchmark's K"},
+    )  # fmt: skip
+    clients_per_round: int | None = Field(
+        default=None, ge=1, le=100_000, description="M, the clients the server samples a round",
+        json_schema_extra={"checked": "checked against every round of the CSV log (see "
+                                      "`sampling`)"},
+    )  # fmt: skip
+    rounds: int | None = Field(
+        default=None, ge=0, le=1_000_000, description="federated rounds (0 for `local-only`)",
+        json_schema_extra={"checked": "must be the CSV log's rounds (its pre-training rounds "
+                                      "and track 3's personalisation round apart)"},
+    )  # fmt: skip
+    sampling: Literal["fixed", "poisson"] | None = Field(
+        default=None, description="how the server sampled the clients of a round (not written)",
+        json_schema_extra={"checked": "without it or with `fixed` every round of the log must "
+                                      "have exactly `clients_per_round` clients, with `poisson` "
+                                      "at most that many"},
+    )  # fmt: skip
+    personal: PersonalMetadata | None = Field(
+        default=None,
+        description="track 3: `directory`, `personalised_clients`, `tensors_per_client`, "
+                    "`bytes`, `log_round`",
+        json_schema_extra={"checked": "`log_round` is checked against the log"},
+    )  # fmt: skip
+    pretraining: PretrainingMetadata | None = Field(
+        default=None,
+        description="`--fsp-rounds`: `rounds`, `clients_per_round`, `strategy`, `server_lr`, "
+                    "`lr`, `objectives`, `log_rounds`, `added_tokens`",
+        json_schema_extra={"checked": "the log's first `rounds` rounds must be them; track 2 "
+                                      "refuses a pre-training phase"},
+    )  # fmt: skip
+    family: str = Field(
+        default=DEFAULT_FAMILY, min_length=1, max_length=40,
+        description="the base checkpoint's model family (`vt5`, `pix2struct`, `idefics3`)",
+        json_schema_extra={"checked": "a family of the kit, and one the competition holds a "
+                                      "reference of, else rejected naming those it scores"},
+    )  # fmt: skip
 
     @field_validator("track", mode="before")
     @classmethod
@@ -90,3 +145,35 @@ class SubmissionMetadata(BaseModel):
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
             return None
         return value
+
+
+#: The keys ``pflkit train`` writes (``baselines.submission``) beyond the schema's fields, which
+#: the schema keeps as they are (``extra="allow"``): keys -> (what ``pflkit train`` writes, what
+#: the evaluator does with them). The files reference (docs/reference/files.md) lists them.
+OTHER_KEYS: dict[tuple[str, ...], tuple[str, str]] = {
+    ("local_epochs", "strategy", "wire_format", "method_options"): (
+        "the run's settings",
+        "every message must be in `wire_format`; a LoRA method's `method_options.rank` (or "
+        "`method_options.inner.rank` under a DP wrapper) bounds the rank of what travelled as "
+        "an adapter",
+    ),
+    ("server",): (
+        '`{"strategy", "lr", "momentum"}`: the server\'s step', "track 2's noise floor reads it"
+    ),
+    ("messages", "total_bytes"): (
+        "the log's message count and byte sum", "must equal the CSV log's"
+    ),
+    ("bytes_downlink", "bytes_uplink", "bytes_per_message"): (
+        "the byte totals per direction; the size of every message (a list of the sizes when "
+        "they differ)",
+        "not used: the evaluator tallies the log itself",
+    ),
+    ("official_logger_total_bytes",): (
+        "the official logger's count of the whole run",
+        "shown beside the evaluator's tally, not checked, never ranked",
+    ),
+    ("val_anls",): ("the last round's validation ANLS (`null` without validation)", "not used"),
+    ("checkpoint",): ('`"checkpoint"`', "not used"),
+    ("data_dir", "base", "train_questions", "val_questions", "communicated_parameters",
+     "timing"): ("where and what the run trained, its timings", "not used"),
+}  # fmt: skip

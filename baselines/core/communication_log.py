@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from benchmark.communication_log import format_rows
+
+#: what each of the CSV's four keys holds in the detailed log
+_CSV_ROW = "the CSV row of the same line"
 
 
 @dataclass(frozen=True)
@@ -39,17 +42,32 @@ class MessageRecord:
             written before it existed.
     """
 
-    federated_round: int
-    sender: int
-    receiver: int
-    amount_of_bytes: int
-    serialized_bytes: int
-    format: str
-    direction: str
-    sha256: str
-    parameters: tuple[str, ...]
-    official_logger_bytes: int = 0
-    tensor_sha256: tuple[str, ...] = ()
+    # Each field is a key of a line of communication_log.jsonl; its ``help``, what the key
+    # holds, is shown in the files reference (docs/reference/files.md).
+    federated_round: int = field(metadata={"help": _CSV_ROW})
+    sender: int = field(metadata={"help": _CSV_ROW})
+    receiver: int = field(metadata={"help": _CSV_ROW})
+    amount_of_bytes: int = field(metadata={"help": _CSV_ROW})
+    serialized_bytes: int = field(
+        metadata={"help": "the whole serialised payload, headers included"}
+    )
+    format: str = field(metadata={
+        "help": "the message's wire format (`fp32`, `nf4`, `nf4-B`, or another module of "
+                "`benchmark/wire_formats/`)"})  # fmt: skip
+    direction: str = field(metadata={"help": "`down` (server to client) or `up`"})
+    sha256: str = field(metadata={"help": "the SHA-256 of the payload"})
+    parameters: tuple[str, ...] = field(metadata={
+        "help": "the names of the tensors carried, as in the model (a tied tensor under one "
+                "name); a LoRA adapter of the linear layer `M` travels as "
+                "`M.lora_A.<adapter>.weight` (r x in) and `M.lora_B.<adapter>.weight` "
+                "(out x r)"})  # fmt: skip
+    official_logger_bytes: int = field(default=0, metadata={
+        "help": "what the official starter kit's logger would have counted for the message "
+                "(4 bytes a value, the T5 embedding once per state-dict name): for comparison "
+                "with the published tables, never ranked"})  # fmt: skip
+    tensor_sha256: tuple[str, ...] = field(default=(), metadata={
+        "help": "one SHA-256 per name of `parameters`, of the bytes that tensor travelled "
+                "as"})  # fmt: skip
 
     def to_json(self) -> str:
         """One JSON line."""

@@ -23,6 +23,14 @@ PART = "communication_details"
 #: longest line (one message's names: ~40 KB for full fine-tuning of VT5-base).
 MAX_LINE_BYTES = 4 * 1024 * 1024
 MAX_NAME_CHARS = 300
+#: what the reader requires of each key of ``DETAILS_KEYS``, shown in the files reference
+#: (docs/reference/files.md)
+CHECKS: dict[str, str] = {
+    **{key: "an integer, the CSV row's" for key in HEADER},
+    "format": "the name of a wire format of `benchmark/wire_formats/`",
+    "parameters": f"a list of names of 1 to {MAX_NAME_CHARS} characters, none twice, at most "
+    "twice the `max_tensors` setting",
+}
 _LIMITS = JsonLimits(max_depth=2, max_number_chars=20, max_keys=32)
 
 

@@ -39,6 +39,25 @@ def test_the_recipe_names_what_trained_the_run(run: Path, tiny_data: Path) -> No
     assert "class FedProx" in recipe["files"]["baselines/methods/fedprox.py"]
 
 
+def test_the_files_reference_names_every_key_the_run_wrote(run: Path) -> None:
+    """The tables of docs/reference/files.md, generated from these schemas, hold every key of
+    the run's recipe.json and submission.json (a nested object's as ``parent.key``)."""
+    from dataclasses import fields
+
+    from benchmark.recipe import Recipe
+    from evaluator.submission_metadata import OTHER_KEYS, SubmissionMetadata
+
+    recipe = json.loads((run / "recipe.json").read_text())
+    written = set()
+    for key, value in recipe.items():  # config and files are objects of free keys
+        nested = isinstance(value, dict) and key not in ("config", "files")
+        written |= {f"{key}.{inner}" for inner in value} if nested else {key}
+    assert written == {"format", *(field.metadata["key"] for field in fields(Recipe))}
+    submission = json.loads((run / "submission.json").read_text())
+    documented = {*SubmissionMetadata.model_fields, *(key for keys in OTHER_KEYS for key in keys)}
+    assert not set(submission) - documented, "document it in evaluator/submission_metadata.py"
+
+
 def test_training_the_recipe_again_gives_the_same_bytes(run, tiny_data, tiny_base, tmp_path):
     again = tmp_path / "again"
     result = _train("--recipe", str(run / "recipe.json"), "--data", str(tiny_data), "--out",

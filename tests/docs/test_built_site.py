@@ -129,3 +129,19 @@ def test_the_files_page_lists_every_upload_part_with_its_limit(pages: dict[str, 
     shown = set(pages["reference/files/index.html"].inline_code)
     for part in PARTS.values():
         assert {part.run_path, part.stored_name, part.limit_setting} <= shown, part.name
+
+
+def test_the_files_page_shows_every_key_of_each_file(pages: dict[str, PageText]) -> None:
+    from dataclasses import fields
+
+    from accountant.declaration import FIELDS
+    from baselines.core.communication_log import MessageRecord
+    from benchmark.communication_log import HEADER
+    from benchmark.recipe import Recipe
+    from evaluator.submission_metadata import OTHER_KEYS, SubmissionMetadata
+
+    shown = set(pages["reference/files/index.html"].inline_code)
+    keys = {*SubmissionMetadata.model_fields, *(key for keys in OTHER_KEYS for key in keys),
+            *FIELDS, *HEADER, *(field.name for field in fields(MessageRecord)),
+            *(field.metadata["key"] for field in fields(Recipe)), "personal.log_round"}  # fmt: skip
+    assert not keys - shown, "keys missing from docs/reference/files.md"
