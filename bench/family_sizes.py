@@ -8,17 +8,17 @@ parameter but the frozen ones) and LoRA rank 6 on the default targets (the track
 :func:`baselines.core.parameters.select_communicated` sends, tied tensors once); their bytes are the wire formats'
 formulas (:mod:`benchmark.wire_formats`), one client's upload in one round.
 
-    python -m bench.family_sizes [--out docs/results/family_sizes.jsonl]
+    python -m bench.family_sizes [--out docs/results/data/family_sizes.json]
 
-The table is also written beside the JSONL as Markdown (``family_sizes.md``), which the docs
-include as it is.
+It writes the table's data file (:mod:`experiments.results_file`: one row per family and method,
+with the date, machine, versions and command), which ``docs/participants/model-families.md``
+renders.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-from datetime import date
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +29,19 @@ from baselines.methods.lora import LoRA
 from benchmark.model.families import FAMILIES
 from benchmark.shipped import BASE_MODEL_DIR
 from benchmark.wire_formats import data_bytes
+from experiments.results_file import Column, code, command_line, number, text, write_results_table
 
-DEFAULT_OUT = Path("docs/results/family_sizes.jsonl")
+DEFAULT_OUT = Path("docs/results/data/family_sizes.json")
+#: The table's columns: the keys of :func:`family_sizes`'s rows (one client's upload in one round).
+COLUMNS: tuple[Column, ...] = (
+    text("family", "family"),
+    code("public_checkpoint", "public checkpoint"),
+    text("method", "method"),
+    number("parameters", "parameters", "int"),
+    number("communicated_values", "values sent", "int"),
+    number("fp32_bytes", "fp32 bytes", "int"),
+    number("nf4_bytes", "NF4 bytes", "int"),
+)
 
 
 def family_sizes(name: str) -> list[dict[str, Any]]:
@@ -53,27 +64,14 @@ def family_sizes(name: str) -> list[dict[str, Any]]:
     return rows
 
 
-def main() -> None:
-    """Print the table and write one JSON line per family and method."""
+def main(argv: list[str] | None = None) -> None:
+    """Write the table's data file: one row per family and method."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     rows = [row for name in sorted(FAMILIES) for row in family_sizes(name)]
-    stamp = {"date": date.today().isoformat(), "command": "python -m bench.family_sizes"}
-    args.out.write_text("".join(json.dumps({**row, **stamp}) + "\n" for row in rows))
-    table = markdown_table(rows)
-    args.out.with_suffix(".md").write_text(table)
-    print(table, end="")
-
-
-def markdown_table(rows: list[dict[str, Any]]) -> str:
-    """The rows as a Markdown table (one client's upload in one round)."""
-    lines = ["| family | public checkpoint | method | parameters | values sent | fp32 bytes "
-             "| NF4 bytes |", "| --- | --- | --- | ---: | ---: | ---: | ---: |"]  # fmt: skip
-    lines += [f"| {row['family']} | `{row['public_checkpoint']}` | {row['method']} | "
-              f"{row['parameters']:,} | {row['communicated_values']:,} | {row['fp32_bytes']:,} | "
-              f"{row['nf4_bytes']:,} |" for row in rows]  # fmt: skip
-    return "\n".join(lines) + "\n"
+    command = command_line("bench.family_sizes", sys.argv[1:] if argv is None else argv)
+    print(write_results_table(args.out, COLUMNS, rows, command=command))
 
 
 if __name__ == "__main__":

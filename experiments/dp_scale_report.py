@@ -22,6 +22,7 @@ from pathlib import Path
 
 from benchmark.figures import new_figure, save_figure
 from experiments.report import format_bytes
+from experiments.results_file import Column, Table, number, text
 
 EPSILONS = (1, 4, 8)
 NO_PRIVACY = "noprivacy"
@@ -109,57 +110,68 @@ def _group(runs: Sequence[DPScaleRun]) -> dict[tuple[str, str], list[DPScaleRun]
     return groups
 
 
-def _spread(scores: Sequence[float]) -> str:
-    """Max minus min over the seeds; a single seed has no spread to show."""
-    return f"{max(scores) - min(scores):.4f}" if len(scores) > 1 else "one seed"
+def _figure(value: float | None) -> float | str:
+    return "n/a" if value is None else value
 
 
-def _cell(value: float | None, digits: int = 4) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
+def dp_scale_columns(seeds: Sequence[int]) -> tuple[Column, ...]:
+    """The table's columns: a run, its privacy, a column per seed, then the summary."""
+    return (
+        text("run", "run"),
+        text("epsilon", "epsilon (verified)"),
+        number("sigma", "sigma"),
+        *(number(f"seed_{s}", f"seed {s}") for s in seeds),
+        number("mean", "mean"),
+        number("spread", "spread"),
+        number("mean_minus_base", "mean - base", "+.4f"),
+        number("noise_to_signal", "noise / signal", ".1f"),
+        number("clipped", "clipped", ".2f"),
+        text("total_bytes", "total bytes", align="right"),
+        text("train_wall", "train wall", align="right"),
+    )
 
 
 def dp_scale_table(
     runs: Sequence[DPScaleRun], base_anls: float | None, seeds: Sequence[int]
-) -> str:
-    """Markdown: one row per (preset, budget), a column per seed, mean, spread, against base."""
-    header = (
-        "| run | epsilon (verified) | sigma | "
-        + " | ".join(f"seed {s}" for s in seeds)
-        + " | mean | spread | mean - base | noise / signal | clipped | total bytes | "
-        "train wall |"
-    )
-    lines = [header, "| --- | --- | ---: |" + " ---: |" * (len(seeds) + 7)]
+) -> Table:
+    """One row per (preset, budget), a column per seed, mean, spread, against base."""
+    columns = dp_scale_columns(seeds)
+    rows: list[dict[str, float | str]] = []
     if base_anls is not None:
-        lines.append(
-            "| base (no training) | | |" + " |" * len(seeds) + f" {base_anls:.4f} | | | | | | |"
+        rows.append(
+            {**{c.key: "" for c in columns}, "run": "base (no training)", "mean": base_anls}
         )
     for (preset, budget), group in _group(runs).items():
         by_seed = {run.seed: run for run in group}
         scores = [run.val_anls for run in group]
         mean = statistics.fmean(scores)
         first = group[0]
-        epsilon = (
-            ""
-            if first.verified_epsilon is None or budget == NO_PRIVACY
-            else f"{budget.removeprefix('eps')} ({first.verified_epsilon:.3f})"
+        private = budget != NO_PRIVACY and first.noise_multiplier is not None
+        verified = first.verified_epsilon
+        rows.append(
+            {
+                "run": f"`{preset}`"
+                + ("" if budget != NO_PRIVACY else " without clipping or noise"),
+                "epsilon": f"{budget.removeprefix('eps')} ({verified:.3f})"
+                if verified is not None and budget != NO_PRIVACY
+                else "",
+                "sigma": first.noise_multiplier if private else "",
+                **{f"seed_{s}": by_seed[s].val_anls if s in by_seed else "" for s in seeds},
+                "mean": mean,
+                # max minus min over the seeds; a single seed has no spread to show
+                "spread": max(scores) - min(scores) if len(scores) > 1 else "one seed",
+                "mean_minus_base": "" if base_anls is None else mean - base_anls,
+                "noise_to_signal": _figure(
+                    _mean([r.noise_to_signal for r in group if r.noise_to_signal])
+                ),
+                "clipped": _figure(
+                    _mean([r.clipped_share for r in group if r.clipped_share is not None])
+                ),
+                "total_bytes": format_bytes(first.total_bytes),
+                "train_wall": f"{statistics.fmean(r.train_seconds for r in group) / 60:.1f} min",
+            }
         )
-        sigma = (
-            ""
-            if first.noise_multiplier is None or budget == NO_PRIVACY
-            else f"{first.noise_multiplier:.4f}"
-        )
-        name = f"`{preset}`" + (" without clipping or noise" if budget == NO_PRIVACY else "")
-        seconds = statistics.fmean(run.train_seconds for run in group)
-        lines.append(
-            f"| {name} | {epsilon} | {sigma} | "
-            + " | ".join(_cell(by_seed[s].val_anls) if s in by_seed else "" for s in seeds)
-            + f" | {mean:.4f} | {_spread(scores)} | "
-            + ("" if base_anls is None else f"{mean - base_anls:+.4f}")
-            + f" | {_cell(_mean([r.noise_to_signal for r in group if r.noise_to_signal]), 1)}"
-            + f" | {_cell(_mean([r.clipped_share for r in group if r.clipped_share is not None]), 2)}"
-            + f" | {format_bytes(first.total_bytes)} | {seconds / 60:.1f} min |"
-        )
-    return "\n".join(lines) + "\n"
+    return Table(columns, rows)
 
 
 def plot_dp_scale(runs: Sequence[DPScaleRun], base_anls: float | None, target: Path) -> Path:

@@ -1,4 +1,5 @@
-"""The FSP table of docs/results/fsp-runs.md: each run's phases, val ANLS, bytes and wall time.
+"""The FSP table of docs/results/fsp-runs.md (``data/fsp.json``): each run's phases, val ANLS,
+bytes and wall time.
 
 A run directory of ``pflkit train`` holds ``submission.json`` (its ``pretraining`` when it
 pre-trained), ``pretraining/submission.json`` (the phase's own bytes and time) and, from
@@ -14,6 +15,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from experiments.report import format_bytes
+from experiments.results_file import Column, Table, number, text
+
+#: The table's columns (:func:`fsp_table`).
+FSP_COLUMNS: tuple[Column, ...] = (
+    text("run", "run"),
+    text("objectives", "FSP objectives"),
+    text("fsp_server", "FSP server"),
+    text("server", "fine-tuning server"),
+    number("fsp_rounds", "FSP rounds", "int"),
+    number("rounds", "fine-tuning rounds", "int"),
+    number("val_anls", "val ANLS"),
+    text("total_bytes", "total bytes", align="right"),
+    text("fsp_bytes", "of which FSP", align="right"),
+    text("wall", "wall", align="right"),
+)
 
 
 @dataclass(frozen=True)
@@ -73,19 +89,23 @@ def read_fsp_run(run: Path) -> FspRow:
     )
 
 
-def fsp_table(rows: Sequence[FspRow]) -> str:
-    """Markdown: one line per run, FSP's share of the bytes beside the total."""
-    lines = [
-        "| run | FSP objectives | FSP server | fine-tuning server | FSP rounds | "
-        "fine-tuning rounds | val ANLS | total bytes | of which FSP | wall |",
-        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for row in rows:
-        objectives = "+".join(row.objectives) or "none"
-        lines.append(
-            f"| {row.name} | {objectives} | {row.pretraining_strategy or '-'} | {row.strategy} | "
-            f"{row.pretraining_rounds} | {row.rounds} | {row.val_anls:.4f} | "
-            f"{format_bytes(row.total_bytes)} | {format_bytes(row.pretraining_bytes)} | "
-            f"{row.wall_seconds:.0f} s |"
-        )
-    return "\n".join(lines) + "\n"
+def fsp_table(rows: Sequence[FspRow]) -> Table:
+    """One row per run, FSP's share of the bytes beside the total."""
+    return Table(
+        FSP_COLUMNS,
+        [
+            {
+                "run": row.name,
+                "objectives": "+".join(row.objectives) or "none",
+                "fsp_server": row.pretraining_strategy or "-",
+                "server": row.strategy,
+                "fsp_rounds": row.pretraining_rounds,
+                "rounds": row.rounds,
+                "val_anls": row.val_anls,
+                "total_bytes": format_bytes(row.total_bytes),
+                "fsp_bytes": format_bytes(row.pretraining_bytes),
+                "wall": f"{row.wall_seconds:.0f} s",
+            }
+            for row in rows
+        ],
+    )

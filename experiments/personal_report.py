@@ -1,11 +1,11 @@
-"""Compare track-3 submissions: a Markdown table and a per-client plot of personalised ANLS.
+"""Compare track-3 submissions: a results table and a per-client plot of personalised ANLS.
 
 Each submission is a directory with ``personal_test.json`` (what ``pflkit evaluate CHECKPOINT
 --split test --personal DIR --json`` prints: :meth:`PersonalisedResult.summary`) and, for a
 trained run, ``submission.json`` (bytes, wall time).
 
-``python -m experiments.personal_report DIR... [--plot FILE] [--csv FILE]`` prints the table and
-writes the plot and the per-client scores behind it (the plot's data, kept beside it in
+``python -m experiments.personal_report DIR... --out FILE [--plot FILE] [--csv FILE]`` writes the
+table's data file (:mod:`experiments.results_file`), the plot and the per-client scores behind it (the plot's data, kept beside it in
 ``docs/results/`` so a figure can be redrawn without the run directories).
 """
 
@@ -21,8 +21,20 @@ from typing import Any
 
 from benchmark.figures import new_figure, save_figure
 from experiments.report import format_bytes
+from experiments.results_file import Column, Table, code, command_line, number, text
 
 SCORES = "personal_test.json"
+
+#: The table's columns (:func:`personal_table`).
+PERSONAL_COLUMNS: tuple[Column, ...] = (
+    code("submission", "submission"),
+    text("personalised", "personalised ANLS ± std", align="right"),
+    text("worst_client", "worst client", align="right"),
+    number("global_personal", "global ANLS (personal)"),
+    number("global_unseen", "global ANLS (unseen)"),
+    text("total_bytes", "total bytes", align="right"),
+    text("wall", "wall", align="right"),
+)
 
 
 @dataclass(frozen=True)
@@ -77,23 +89,23 @@ def read_personal(
     return PersonalReport(name, scores, total_bytes, wall_seconds)
 
 
-def markdown_table(reports: Sequence[PersonalReport]) -> str:
+def personal_table(reports: Sequence[PersonalReport]) -> Table:
     """Personalised ANLS ± std, worst client, global ANLS on personal and unseen, bytes, wall."""
-    lines = [
-        "| submission | personalised ANLS ± std | worst client | global ANLS (personal) | "
-        "global ANLS (unseen) | total bytes | wall |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
+    rows = []
     for r in reports:
         s = r.scores
-        wall = "-" if r.wall_seconds is None else f"{r.wall_seconds:.0f} s"
-        lines.append(
-            f"| `{r.name}` | {s['personal_anls']:.4f} ± {s['personal_anls_std']:.4f} | "
-            f"{s['worst_anls']:.4f} (client {s['worst_client']}) | "
-            f"{s['global_personal_anls']:.4f} | {s['unseen_anls']:.4f} | "
-            f"{format_bytes(r.total_bytes) if r.total_bytes else '0'} | {wall} |"
+        rows.append(
+            {
+                "submission": r.name,
+                "personalised": f"{s['personal_anls']:.4f} ± {s['personal_anls_std']:.4f}",
+                "worst_client": f"{s['worst_anls']:.4f} (client {s['worst_client']})",
+                "global_personal": s["global_personal_anls"],
+                "global_unseen": s["unseen_anls"],
+                "total_bytes": format_bytes(r.total_bytes) if r.total_bytes else "0",
+                "wall": "-" if r.wall_seconds is None else f"{r.wall_seconds:.0f} s",
+            }
         )
-    return "\n".join(lines) + "\n"
+    return Table(PERSONAL_COLUMNS, rows)
 
 
 def per_client_csv(reports: Sequence[PersonalReport]) -> str:
@@ -148,19 +160,22 @@ def plot_per_client(reports: Sequence[PersonalReport], out: str | Path) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m experiments.personal_report DIR... [--plot FILE] [--csv FILE]``: table, plot and
-    per-client scores."""
+    """``python -m experiments.personal_report DIR... --out FILE [--plot FILE] [--csv FILE]``: the
+    table's data file, the plot and the per-client scores."""
     import argparse
+    import sys
 
     parser = argparse.ArgumentParser(
         prog="python -m experiments.personal_report", description=main.__doc__
     )
     parser.add_argument("dirs", nargs="+", help=f"directories holding {SCORES}")
+    parser.add_argument("--out", required=True, help="the table's data file (.json) to write")
     parser.add_argument("--csv", help="write the per-client scores here")
     parser.add_argument("--plot", help="write the per-client PNG here")
     args = parser.parse_args(argv)
     reports = [read_personal(directory) for directory in args.dirs]
-    print(markdown_table(reports), end="")
+    command = command_line("experiments.personal_report", sys.argv[1:] if argv is None else argv)
+    print(f"table: {personal_table(reports).write(args.out, command=command)}")
     if args.plot:
         print(f"plot: {plot_per_client(reports, args.plot)}")
     if args.csv:

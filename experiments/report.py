@@ -1,4 +1,4 @@
-"""Compare finished runs: a Markdown table and a plot of validation ANLS against bytes sent."""
+"""Compare finished runs: a results table and a plot of validation ANLS against bytes sent."""
 
 from __future__ import annotations
 
@@ -8,6 +8,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmark.figures import new_figure, save_figure
+from experiments.results_file import Column, Table, command_line, number, text
+
+#: Track 1's table: one row per run (:func:`runs_table`).
+RUN_COLUMNS: tuple[Column, ...] = (
+    text("run", "run"),
+    text("method", "method"),
+    number("rounds", "rounds", "int"),
+    number("clients_per_round", "clients/round", "int"),
+    number("val_anls", "val ANLS"),
+    text("bytes_per_message", "bytes/message", align="right"),
+    text("total_bytes", "total bytes", align="right"),
+    text("wall", "wall", align="right"),
+    number("overhead", "overhead", ".3f"),
+)
 
 
 @dataclass(frozen=True)
@@ -86,20 +100,23 @@ def format_bytes(count: float) -> str:
     raise AssertionError
 
 
-def markdown_table(reports: Sequence[RunReport]) -> str:
-    """A Markdown table: method, rounds, M, val ANLS, bytes per message, total, wall, overhead."""
-    lines = [
-        "| run | method | rounds | clients/round | val ANLS | bytes/message | total bytes | wall | overhead |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+def runs_table(reports: Sequence[RunReport]) -> Table:
+    """Method, rounds, M, val ANLS, bytes per message, total, wall time and overhead per run."""
+    rows = [
+        {
+            "run": r.name,
+            "method": r.method,
+            "rounds": r.rounds,
+            "clients_per_round": r.clients_per_round,
+            "val_anls": "n/a" if r.val_anls is None else r.val_anls,
+            "bytes_per_message": format_bytes(r.bytes_per_message),
+            "total_bytes": format_bytes(r.total_bytes),
+            "wall": f"{r.wall_seconds:.0f} s",
+            "overhead": r.overhead,
+        }
+        for r in reports
     ]
-    for r in reports:
-        anls = "n/a" if r.val_anls is None else f"{r.val_anls:.4f}"
-        lines.append(
-            f"| {r.name} | {r.method} | {r.rounds} | {r.clients_per_round} | {anls} | "
-            f"{format_bytes(r.bytes_per_message)} | {format_bytes(r.total_bytes)} | {r.wall_seconds:.0f} s | "
-            f"{r.overhead:.3f} |"
-        )
-    return "\n".join(lines) + "\n"
+    return Table(RUN_COLUMNS, rows)
 
 
 def plot_anls_vs_bytes(reports: Sequence[RunReport], out: str | Path) -> Path:
@@ -127,15 +144,19 @@ def plot_anls_vs_bytes(reports: Sequence[RunReport], out: str | Path) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m experiments.report RUN_DIR... [--plot FILE]``: print the table, write the plot."""
+    """``python -m experiments.report RUN_DIR... --out FILE [--plot FILE]``: write the table's
+    data file and the plot."""
     import argparse
+    import sys
 
     parser = argparse.ArgumentParser(prog="python -m experiments.report", description=main.__doc__)
     parser.add_argument("run_dirs", nargs="+", help="finished run directories")
+    parser.add_argument("--out", required=True, help="the table's data file (.json) to write")
     parser.add_argument("--plot", help="write a PNG of validation ANLS against bytes")
     args = parser.parse_args(argv)
     reports = [read_run(run_dir) for run_dir in args.run_dirs]
-    print(markdown_table(reports), end="")
+    command = command_line("experiments.report", sys.argv[1:] if argv is None else argv)
+    print(f"table: {runs_table(reports).write(args.out, command=command)}")
     if args.plot:
         print(f"plot: {plot_anls_vs_bytes(reports, args.plot)}")
 

@@ -7,15 +7,16 @@ time): a finished run is kept, an interrupted one is resumed. During training ea
 validated on ``--val-limit`` questions to keep rounds short; the tables report the final
 checkpoint scored on the *whole* validation split by ``pflkit evaluate`` (``RUN/val.json``).
 
-Writes ``OUT/track1.md`` (val ANLS, bytes per message, total bytes, rounds, wall time),
-``OUT/track2.md`` (val ANLS per epsilon for the DP presets next to non-private FedAvg) and the
-plots ``OUT/track1.png`` (ANLS against bytes) and ``OUT/track2.png`` (ANLS against epsilon).
+Writes the tables' data files (:mod:`experiments.results_file`, which the results pages
+render: copy them to ``docs/results/data/``) ``OUT/track1.json`` (val ANLS, bytes per message,
+total bytes, rounds, wall time), ``OUT/track2.json`` (val ANLS per epsilon for the DP presets
+next to non-private FedAvg) and the plots ``OUT/track1.png`` (ANLS against bytes) and ``OUT/track2.png`` (ANLS against epsilon).
 
 ``--track 3`` trains ``fedavg-ft``, ``local-only``, ``pfedcr``, ``fedp3``, ``feddat`` and
 ``lora-10rounds`` (the ``lora`` preset over 10 rounds: LoRA FedAvg at FedDAT's adapter budget)
 (run directories ``OUT/track3-<name>-seed0``; ``--only`` trains some of them), scores every
 submission with the track-3 scoring on the test split (``RUN/personal_test.json``) and writes
-``OUT/track3.md``, the per-client plot ``OUT/track3.png`` and its data ``OUT/track3_clients.csv``
+``OUT/track3.json``, the per-client plot ``OUT/track3.png`` and its data ``OUT/track3_clients.csv``
 with a row for every run there.
 Two global-only rows come without training: ``base`` (the shipped base) and ``fedavg``, the
 global model of the ``fedavg-ft`` run (when it is there), which is the ``fedavg`` preset's model
@@ -26,22 +27,23 @@ directories ``OUT/<name>``, ``--only`` trains some of them): ``fedavg``, ``fedad
 ``fedavgm`` without pre-training, the same after 10 FSP rounds with that server optimiser while
 pre-training and FedAvg while fine-tuning (the pilot study's protocol), and FSP (FedAvg) with
 each objective alone; every run fine-tunes for the ``fedavg`` preset's 10 rounds and samples
-the same clients in them. Writes ``OUT/fsp.md`` (:mod:`experiments.fsp_report`).
+the same clients in them. Writes ``OUT/fsp.json`` (:mod:`experiments.fsp_report`).
 
 ``--track dp-scale`` runs issue 17's table on a ``dp``-scale benchmark (not part of ``all``;
 ``--only`` trains some runs): ``dp-fedavg-competition`` and ``dp-lora-competition`` at epsilon
 1, 4 and 8 over seeds 0 and 1, ``fedavg`` over 5 rounds, and seed 0 of each DP preset without
-clipping or noise; every declaration checked by ``pflkit dp verify``. Writes ``OUT/dp_scale.md``
-(:mod:`experiments.dp_scale_report`), ``OUT/dp_scale.png`` and ``OUT/dp_scale_rounds.png``.
+clipping or noise; every declaration checked by ``pflkit dp verify``. Writes
+``OUT/dp_scale.json`` (:mod:`experiments.dp_scale_report`), ``OUT/dp_scale.png`` and ``OUT/dp_scale_rounds.png``.
 
 ``--track optimiser`` runs issue 15's comparisons (not part of ``all``): ``fedavg`` and
 ``fedshampoo`` trained one round at a time with every round's checkpoint scored on the whole val
-and test splits (:mod:`experiments.round_scores`; ``OUT/optimiser_track1.md`` with the rounds and
+and test splits (:mod:`experiments.round_scores`; ``OUT/optimiser_track1.json`` with the rounds and
 bytes to the threshold that fedavg's final test ANLS implies, ``OUT/optimiser_track1.png``), and
 ``dp-fedavg``, ``dp-clgecl`` (momentum SGD) and ``dp-clgecl`` with AdamW at epsilon 1, 4 and 8,
 each declaration checked by ``pflkit dp verify`` (``RUN/verify.json``;
-``OUT/optimiser_track2.md``, ``OUT/optimiser_track2.png``). ``--only NAME,...`` restricts it to
-some runs, so that each can be started in a CPU slot of its own.
+``OUT/optimiser_track2.json``, ``OUT/optimiser_track2.png``), and the 1,000x search's LoRA + NF4
+recipes (``OUT/optimiser_recipes.json``). ``--only NAME,...`` restricts it to some runs, so that
+each can be started in a CPU slot of its own.
 
 This module is the command; the runs are data in :mod:`experiments.catalog`, trained by
 :mod:`experiments.runner`, scored by :mod:`experiments.scoring` and tabulated and plotted by
@@ -53,6 +55,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -82,9 +85,9 @@ from experiments.dp_scale_report import (
     read_dp_scale_run,
 )
 from experiments.fsp_report import fsp_table, read_fsp_run
-from experiments.personal_report import markdown_table as personal_table
-from experiments.personal_report import per_client_csv, plot_per_client
-from experiments.report import markdown_table, plot_anls_vs_bytes, read_run
+from experiments.personal_report import per_client_csv, personal_table, plot_per_client
+from experiments.report import plot_anls_vs_bytes, read_run, runs_table
+from experiments.results_file import Table, command_line
 from experiments.round_scores import read_round_scores, train_round_by_round
 from experiments.runner import run_experiment, run_selected
 from experiments.scoring import full_val_report, score_split, verify_privacy
@@ -129,13 +132,10 @@ def optimiser_experiments(args: argparse.Namespace) -> None:
 
     with ThreadPoolExecutor(max_workers=args.parallel) as pool:
         list(pool.map(one, (*track1, *recipes, *track2)))
-    recipe_table = recipes_table(args.out, threshold)
-    (args.out / "optimiser_recipes.md").write_text(recipe_table, encoding="utf-8")
-    print(recipe_table)
+    write(recipes_table(args.out, threshold), args, "optimiser_recipes.json")
     table, scores = optimiser_track1(args.out, threshold)
-    (args.out / "optimiser_track1.md").write_text(table, encoding="utf-8")
+    write(table, args, "optimiser_track1.json")
     plot_round_scores(scores, args.out / "optimiser_track1.png", threshold)
-    print(table)
     methods = ("dp-fedavg", *CLGECL_ROWS)
     for experiment in track2:
         verify_privacy(args.out / experiment.name)
@@ -145,10 +145,8 @@ def optimiser_experiments(args: argparse.Namespace) -> None:
         if fedavg
         else None
     )
-    table2 = track2_table(args.out, fedavg_report, methods)
-    (args.out / "optimiser_track2.md").write_text(table2, encoding="utf-8")
+    write(track2_table(args.out, fedavg_report, methods), args, "optimiser_track2.json")
     plot_anls_vs_epsilon(args.out, fedavg_report, args.out / "optimiser_track2.png", methods)
-    print(table2)
 
 
 def fsp_experiments(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
@@ -157,8 +155,7 @@ def fsp_experiments(args: argparse.Namespace, parser: argparse.ArgumentParser) -
     rows = [
         read_fsp_run(args.out / e.name) for e in FSP if (args.out / e.name / "val.json").is_file()
     ]
-    (args.out / "fsp.md").write_text(fsp_table(rows), encoding="utf-8")
-    print(fsp_table(rows))
+    write(fsp_table(rows), args, "fsp.json")
 
 
 def dp_scale_experiments(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
@@ -175,11 +172,9 @@ def dp_scale_experiments(args: argparse.Namespace, parser: argparse.ArgumentPars
             verify_privacy(run)
         runs.append(read_dp_scale_run(run, experiment.preset, experiment.budget, experiment.seed))
     runs.sort(key=lambda r: (r.preset != "fedavg", r.preset, r.budget or "z", r.seed))
-    table = dp_scale_table(runs, base_anls, DP_SCALE_SEEDS)
-    (args.out / "dp_scale.md").write_text(table, encoding="utf-8")
+    write(dp_scale_table(runs, base_anls, DP_SCALE_SEEDS), args, "dp_scale.json")
     plot_dp_scale(runs, base_anls, args.out / "dp_scale.png")
     plot_round_curves([r for r in runs if r.seed == 0], base_anls, args.out / "dp_scale_rounds.png")
-    print(table)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -216,6 +211,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "dp-lora-competition-eps8-seed0); --track optimiser: these run names only",
     )
     args = parser.parse_args(argv)
+    args.command = command_line("experiments.run", sys.argv[1:] if argv is None else argv)
     if args.track == "optimiser":
         optimiser_experiments(args)
     elif args.track == "fsp":
@@ -233,10 +229,9 @@ def track3_experiments(args: argparse.Namespace, parser: argparse.ArgumentParser
     the personal test splits, then write the table, the per-client plot and its data."""
     run_selected(TRACK3, args, parser)
     reports = track3(args.data, args.out, args.base)
-    (args.out / "track3.md").write_text(personal_table(reports), encoding="utf-8")
+    write(personal_table(reports), args, "track3.json")
     plot_per_client(reports, args.out / "track3.png")
     (args.out / "track3_clients.csv").write_text(per_client_csv(reports), encoding="utf-8")
-    print(personal_table(reports))
 
 
 def track12_experiments(args: argparse.Namespace) -> None:
@@ -258,13 +253,16 @@ def track12_experiments(args: argparse.Namespace) -> None:
         if (args.out / e.name / "val.json").is_file()
     ]
     fedavg = next((r for r in reports if r.method == "fedavg"), None)
-    (args.out / "track1.md").write_text(markdown_table(reports), encoding="utf-8")
+    write(runs_table(reports), args, "track1.json")
     plot_anls_vs_bytes(reports, args.out / "track1.png")
-    print(markdown_table(reports))
     if args.track != "1":
-        (args.out / "track2.md").write_text(track2_table(args.out, fedavg), encoding="utf-8")
+        write(track2_table(args.out, fedavg), args, "track2.json")
         plot_anls_vs_epsilon(args.out, fedavg, args.out / "track2.png")
-        print(track2_table(args.out, fedavg))
+
+
+def write(table: Table, args: argparse.Namespace, name: str) -> None:
+    """Write a table's data file ``OUT/NAME`` with this command as its provenance."""
+    print(f"table: {table.write(args.out / name, command=args.command)}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""The experiments' tables (markdown) and plots (PNG) from their finished runs."""
+"""The experiments' tables (:class:`~experiments.results_file.Table`) and plots (PNG) from their
+finished runs."""
 
 from __future__ import annotations
 
@@ -12,28 +13,42 @@ from benchmark.threshold import threshold_from
 from experiments.catalog import DP_METHODS, EPSILONS, OPTIMISER_TRACK1, RECIPES, TRACK3
 from experiments.personal_report import PersonalReport, read_personal
 from experiments.report import RunReport, format_bytes, read_run
+from experiments.results_file import Column, Table, code, number, text
 from experiments.round_scores import RoundScore, first_at_threshold, read_round_scores
 from experiments.scoring import full_val_report, score_personal
 
+#: Track 2's table: a DP method per row, a column per epsilon (:func:`track2_table`).
+TRACK2_COLUMNS: tuple[Column, ...] = (
+    code("method", "method"),
+    *(text(f"epsilon_{e}", f"epsilon {e}", align="right") for e in EPSILONS),
+    number("non_private", "non-private"),
+)
 
-def track2_table(out: Path, fedavg: RunReport | None, methods: Sequence[str] = DP_METHODS) -> str:
-    """Markdown: one row per DP method, one column per epsilon, FedAvg as the non-private row."""
-    header = "| method | " + " | ".join(f"epsilon {e}" for e in EPSILONS) + " | non-private |"
-    lines = [header, "| --- |" + " ---: |" * (len(EPSILONS) + 1)]
+
+def track2_table(out: Path, fedavg: RunReport | None, methods: Sequence[str] = DP_METHODS) -> Table:
+    """One row per DP method, one column per epsilon (val ANLS and sigma), FedAvg as the
+    non-private row."""
+    rows: list[dict[str, str | float]] = []
     for method in methods:
-        cells = []
+        row: dict[str, str | float] = {"method": method, "non_private": ""}
         for epsilon in EPSILONS:
             run = out / f"{method}-eps{epsilon}"
             if not (run / "val.json").is_file():
-                cells.append("n/a")
+                row[f"epsilon_{epsilon}"] = "n/a"
                 continue
             declaration = json.loads((run / "privacy.json").read_text(encoding="utf-8"))
             anls = full_val_report(run).val_anls
-            cells.append(f"{anls:.4f} (sigma {declaration['noise_multiplier']:.3f})")
-        lines.append(f"| `{method}` | " + " | ".join(cells) + " | |")
-    if fedavg is not None:
-        lines.append("| `fedavg` |" + " |" * len(EPSILONS) + f" {fedavg.val_anls:.4f} |")
-    return "\n".join(lines) + "\n"
+            row[f"epsilon_{epsilon}"] = f"{anls:.4f} (sigma {declaration['noise_multiplier']:.3f})"
+        rows.append(row)
+    if fedavg is not None and fedavg.val_anls is not None:
+        rows.append(
+            {
+                "method": "fedavg",
+                **{f"epsilon_{e}": "" for e in EPSILONS},
+                "non_private": fedavg.val_anls,
+            }
+        )
+    return Table(TRACK2_COLUMNS, rows)
 
 
 def plot_anls_vs_epsilon(
@@ -59,12 +74,25 @@ def plot_anls_vs_epsilon(
     return save_figure(figure, target)
 
 
+#: The round-by-round runs' table (:func:`optimiser_track1`).
+ROUNDS_COLUMNS: tuple[Column, ...] = (
+    text("run", "run"),
+    text("val_anls_per_round", "val ANLS per round (whole split)"),
+    number("final_val", "final val"),
+    number("final_test", "final test"),
+    number("bytes_per_message", "bytes/message", "int"),
+    text("total_bytes", "total bytes", align="right"),
+    number("round_at_threshold", "round at threshold", "int"),
+    text("bytes_to_threshold", "bytes to threshold", align="right"),
+)
+
+
 def optimiser_track1(
     out: Path, stated_threshold: float | None = None
-) -> tuple[str, dict[str, list[RoundScore]]]:
-    """Markdown: the round-by-round runs, each with its rounds and bytes to the threshold that
-    the ``fedavg`` run's final test ANLS implies (95% of it), or to ``stated_threshold`` (the
-    benchmark's) when ``fedavg`` was not run here."""
+) -> tuple[Table, dict[str, list[RoundScore]]]:
+    """The round-by-round runs, each with its rounds and bytes to the threshold that the
+    ``fedavg`` run's final test ANLS implies (95% of it), or to ``stated_threshold`` (the
+    benchmark's) when ``fedavg`` was not run here; the threshold is the table's note."""
     scores = {e.name: read_round_scores(out / e.name) for e in OPTIMISER_TRACK1}
     fedavg = scores["fedavg"]
     threshold = threshold_from(fedavg[-1].test_anls) if fedavg else stated_threshold
@@ -73,29 +101,27 @@ def optimiser_track1(
         if fedavg
         else "the benchmark's, from benchmark.json"
     )
-    lines = [
-        f"threshold: {threshold} ({source})\n",
-        "| run | val ANLS per round (whole split) | final val | final test | "
-        "bytes/message | total bytes | round at threshold | bytes to threshold |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for name, rows in scores.items():
-        if not rows:
+    rows: list[dict[str, str | float | int]] = []
+    for name, runs in scores.items():
+        if not runs:
             continue
         report = read_run(out / name)
-        reached = None if threshold is None else first_at_threshold(rows, threshold)
-        at = (
-            ("not reached", "n/a")
-            if reached is None
-            else (str(reached.round), format_bytes(reached.total_bytes))
+        reached = None if threshold is None else first_at_threshold(runs, threshold)
+        rows.append(
+            {
+                "run": name,
+                "val_anls_per_round": ", ".join(_anls(run.val_anls) for run in runs),
+                "final_val": "n/a" if runs[-1].val_anls is None else runs[-1].val_anls,
+                "final_test": runs[-1].test_anls,
+                "bytes_per_message": report.bytes_per_message,
+                "total_bytes": format_bytes(runs[-1].total_bytes),
+                "round_at_threshold": "not reached" if reached is None else reached.round,
+                "bytes_to_threshold": "n/a"
+                if reached is None
+                else format_bytes(reached.total_bytes),
+            }
         )
-        curve = ", ".join(_anls(row.val_anls) for row in rows)
-        lines.append(
-            f"| {name} | {curve} | {_anls(rows[-1].val_anls)} | {rows[-1].test_anls:.4f} | "
-            f"{report.bytes_per_message:,} | {format_bytes(rows[-1].total_bytes)} | "
-            f"{at[0]} | {at[1]} |"
-        )
-    return "\n".join(lines) + "\n", scores
+    return Table(ROUNDS_COLUMNS, rows, f"threshold: {threshold} ({source})"), scores
 
 
 def _anls(value: float | None) -> str:
@@ -132,27 +158,41 @@ def plot_round_scores(
     return save_figure(figure, target)
 
 
-def recipes_table(out: Path, threshold: float | None) -> str:
-    """Markdown: each finished :data:`RECIPES` run, its bytes and scores against the threshold."""
-    lines = [
-        f"threshold: {threshold} (the benchmark's)\n",
-        "| recipe | options | bytes/message | total bytes | val ANLS | test ANLS | "
-        "reaches the threshold |",
-        "| --- | --- | ---: | ---: | ---: | ---: | --- |",
-    ]
+#: The 1,000x search's table (:func:`recipes_table`).
+RECIPES_COLUMNS: tuple[Column, ...] = (
+    text("recipe", "recipe"),
+    code("options", "options"),
+    number("bytes_per_message", "bytes/message", "int"),
+    number("total_bytes", "total bytes", "int"),
+    number("val_anls", "val ANLS"),
+    number("test_anls", "test ANLS"),
+    text("reaches_threshold", "reaches the threshold"),
+)
+
+
+def recipes_table(out: Path, threshold: float | None) -> Table:
+    """Each finished :data:`RECIPES` run, its bytes and scores against the threshold."""
+    rows: list[dict[str, str | float | int]] = []
     for experiment in RECIPES:
         run = out / experiment.name
         if not (run / "test.json").is_file():
             continue
         report = full_val_report(run)
         test = json.loads((run / "test.json").read_text(encoding="utf-8"))["anls"]
-        reached = "n/a" if threshold is None else ("yes" if test >= threshold else "no")
-        lines.append(
-            f"| {experiment.name} | `{' '.join(experiment.options)}` | "
-            f"{report.bytes_per_message:,} | {report.total_bytes:,} | "
-            f"{report.val_anls:.4f} | {test:.4f} | {reached} |"
+        rows.append(
+            {
+                "recipe": experiment.name,
+                "options": " ".join(experiment.options),
+                "bytes_per_message": report.bytes_per_message,
+                "total_bytes": report.total_bytes,
+                "val_anls": "n/a" if report.val_anls is None else report.val_anls,
+                "test_anls": test,
+                "reaches_threshold": "n/a"
+                if threshold is None
+                else ("yes" if test >= threshold else "no"),
+            }
         )
-    return "\n".join(lines) + "\n"
+    return Table(RECIPES_COLUMNS, rows, f"threshold: {threshold} (the benchmark's)")
 
 
 def track3(data: Path, out: Path, base: str) -> list[PersonalReport]:

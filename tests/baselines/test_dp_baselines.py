@@ -287,8 +287,9 @@ def test_the_dp_scale_table_reads_a_scored_verified_run(dp_runs, tiny_data: Path
     if run.noise_to_signal is not None:
         assert run.noise_to_signal >= declaration["noise_multiplier"] * values**0.5 * 0.999
     table = dp_scale_table([run], base_anls=0.25, seeds=(0, 1))
-    row = next(line for line in table.splitlines() if line.startswith("| `dp-fedavg`"))
-    assert f"| 8 ({run.verified_epsilon:.3f}) |" in row
-    assert f"| {run.val_anls:.4f} |  | {run.val_anls:.4f} | one seed | " in row
-    assert f"{run.val_anls - 0.25:+.4f}" in row
-    assert "| base (no training) |" in table
+    base, row = table.rows
+    assert row["run"] == "`dp-fedavg`" and row["epsilon"] == f"8 ({run.verified_epsilon:.3f})"
+    assert (row["seed_0"], row["seed_1"], row["mean"]) == (run.val_anls, "", run.val_anls)
+    assert row["spread"] == "one seed"
+    assert row["mean_minus_base"] == pytest.approx(run.val_anls - 0.25)
+    assert base["run"] == "base (no training)" and base["mean"] == 0.25

@@ -171,15 +171,15 @@ def test_lora_sends_far_fewer_bytes_and_nf4_about_seven_times_fewer(preset_runs)
 
 
 def test_runs_are_tabulated_and_plotted(preset_runs, tmp_path: Path) -> None:
-    from experiments.report import markdown_table, plot_anls_vs_bytes, read_run
+    from experiments.report import plot_anls_vs_bytes, read_run, runs_table
 
     reports = [read_run(preset_runs[p]) for p in sorted(PRESETS)]
-    table = markdown_table(reports)
-    assert table.count("\n") == 2 + len(PRESETS)
-    for report in reports:
+    table = runs_table(reports)
+    assert len(table.rows) == len(PRESETS)
+    for report, row in zip(reports, table.rows, strict=True):
         assert report.total_bytes == 2 * report.clients_per_round * report.bytes_per_message
         assert report.overhead >= 1.0 and len(report.curve) == 1
-        assert f"| {report.name} | {report.method} | 1 |" in table
+        assert (row["run"], row["method"], row["rounds"]) == (report.name, report.method, 1)
     image = plot_anls_vs_bytes(reports, tmp_path / "anls.png")
     assert image.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(FileNotFoundError, match="has not finished"):

@@ -1,14 +1,16 @@
-"""The track-3 report: a table and a per-client plot from hand-made scores."""
+"""The track-3 report: a table's data file and a per-client plot from hand-made scores."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import pytest
+
 from experiments.personal_report import (
     main,
-    markdown_table,
     per_client_csv,
+    personal_table,
     plot_per_client,
     read_personal,
 )
@@ -49,13 +51,15 @@ def test_table_and_plot(tmp_path: Path) -> None:
     reports = [read_personal(base), read_personal(tuned)]
     assert [r.name for r in reports] == ["base", "fedavg-ft"]
     assert not reports[0].personalised and reports[1].personalised
-    table = markdown_table(reports)
+    table = personal_table(reports)
     # (10 x 0.3 + 20 x 0.6) / 30 = 0.5; (10 x 0.2 + 20 x 0.4) / 30 = 0.3333
-    assert (
-        "| `fedavg-ft` | 0.5000 ± 0.0500 | 0.3000 (client 0) | 0.3333 | 0.4000 | 2.50 MB | 12 s |"
-        in table
-    )
-    assert "| `base` | 0.3333 ± 0.0500 | 0.2000 (client 0) | 0.3333 | 0.4000 | 0 | - |" in table
+    assert table.rows[1] == {
+        "submission": "fedavg-ft", "personalised": "0.5000 ± 0.0500",
+        "worst_client": "0.3000 (client 0)", "global_personal": pytest.approx(1 / 3),
+        "global_unseen": 0.4, "total_bytes": "2.50 MB", "wall": "12 s",
+    }  # fmt: skip
+    assert table.rows[0]["personalised"] == "0.3333 ± 0.0500"
+    assert (table.rows[0]["total_bytes"], table.rows[0]["wall"]) == ("0", "-")
     plot = plot_per_client(reports, tmp_path / "plot.png")
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert per_client_csv(reports) == (
@@ -65,6 +69,8 @@ def test_table_and_plot(tmp_path: Path) -> None:
         [
             str(base),
             str(tuned),
+            "--out",
+            str(tmp_path / "track3.json"),
             "--plot",
             str(tmp_path / "again.png"),
             "--csv",
@@ -73,3 +79,7 @@ def test_table_and_plot(tmp_path: Path) -> None:
     )
     assert (tmp_path / "again.png").stat().st_size > 1000
     assert (tmp_path / "clients.csv").read_text() == per_client_csv(reports)
+    written = json.loads((tmp_path / "track3.json").read_text())
+    assert written["rows"] == json.loads(json.dumps(table.rows))
+    assert [column["key"] for column in written["columns"]] == list(table.rows[0])
+    assert written["command"].startswith("python -m experiments.personal_report ")

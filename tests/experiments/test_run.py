@@ -32,8 +32,17 @@ def test_a_run_is_trained_once_and_scored_on_the_whole_val_split(
     report = full_val_report(run)
     assert report.val_anls == scores["anls"]
     table = track2_table(tmp_path, report)
-    assert "| `dp-fedavg` | n/a | n/a | n/a | |" in table
-    assert table.rstrip().endswith(f"{scores['anls']:.4f} |")
+    assert [column.key for column in table.columns] == [
+        "method", "epsilon_1", "epsilon_4", "epsilon_8", "non_private"
+    ]  # fmt: skip
+    no_runs = {"epsilon_1": "n/a", "epsilon_4": "n/a", "epsilon_8": "n/a", "non_private": ""}
+    assert table.rows[0] == {"method": "dp-fedavg", **no_runs}
+    assert table.rows[-1] == {
+        "method": "fedavg", "epsilon_1": "", "epsilon_4": "", "epsilon_8": "",
+        "non_private": scores["anls"],
+    }  # fmt: skip
+    written = json.loads(table.write(tmp_path / "track2.json", command="test").read_text())
+    assert written["rows"] == table.rows and written["command"] == "test"
 
 
 @pytest.mark.slow  # about 2 minutes: five trainings and four scorings as processes
@@ -154,18 +163,20 @@ def test_without_a_fedavg_run_the_threshold_is_the_benchmarks(tmp_path: Path) ->
         )
         (run / "metrics.jsonl").write_text("")
 
+    def row(reached: int) -> dict:
+        return {
+            "run": "fedshampoo-lr2e-2", "val_anls_per_round": "0.3500, 0.4100, 0.4200",
+            "final_val": 0.42, "final_test": 0.42, "bytes_per_message": 250,
+            "total_bytes": "3.00 kB", "round_at_threshold": reached,
+            "bytes_to_threshold": f"{reached}.00 kB",
+        }  # fmt: skip
+
     scored_run("fedshampoo-lr2e-2", [0.35, 0.41, 0.42])
     table, _ = optimiser_track1(tmp_path, 0.40)
-    assert table.startswith("threshold: 0.4 (the benchmark's")
-    assert (
-        "| fedshampoo-lr2e-2 | 0.3500, 0.4100, 0.4200 | 0.4200 | 0.4200 | 250 | 3.00 kB | 2 | 2.00 kB |"
-        in table
-    )
+    assert table.note is not None and table.note.startswith("threshold: 0.4 (the benchmark's")
+    assert table.rows == [row(2)]
 
     scored_run("fedavg", [0.30, 0.44])  # 95% of 0.44 = 0.418: fedshampoo reaches it at round 3
     table, _ = optimiser_track1(tmp_path, 0.40)
-    assert table.startswith("threshold: 0.418 (95% of fedavg's")
-    assert (
-        "| fedshampoo-lr2e-2 | 0.3500, 0.4100, 0.4200 | 0.4200 | 0.4200 | 250 | 3.00 kB | 3 | 3.00 kB |"
-        in table
-    )
+    assert table.note is not None and table.note.startswith("threshold: 0.418 (95% of fedavg's")
+    assert row(3) in table.rows
