@@ -145,3 +145,20 @@ def test_the_files_page_shows_every_key_of_each_file(pages: dict[str, PageText])
             *FIELDS, *HEADER, *(field.name for field in fields(MessageRecord)),
             *(field.metadata["key"] for field in fields(Recipe)), "personal.log_round"}  # fmt: skip
     assert not keys - shown, "keys missing from docs/reference/files.md"
+
+
+def test_every_results_table_shows_its_data_file_and_provenance(pages: dict[str, PageText]) -> None:
+    marker = re.compile(r"^<!-- results-table: data/(\S+) -->$", re.MULTILINE)
+    shown = 0
+    for source in sorted((ROOT / "docs").rglob("*.md")):
+        files = marker.findall(source.read_text(encoding="utf-8"))
+        if not files:
+            continue
+        page = source.relative_to(ROOT / "docs").with_suffix("")
+        built = page.parent if page.name == "index" else page
+        text = pages[str(built / "index.html")]
+        notes = [p for p in "".join(text.prose).split("Data: ")[1:] if " · machine: " in p]
+        assert len(notes) == len(files), source
+        assert set(files) <= set(text.inline_code), source  # each note names its file
+        shown += len(files)
+    assert shown >= 40
