@@ -36,9 +36,9 @@ from baselines.engine.client import FederatedClient
 from baselines.flower.federation import ClientSummary, parse_clients, party_task
 from baselines.flower.records import (
     WIRE,
-    encoded_message,
     personal_content,
     reply_content,
+    wire_message,
 )
 
 app = ClientApp()
@@ -132,7 +132,7 @@ def train(message: Message, context: Context) -> Message:
     names = party.parameters.names
     federated_round = int(message.content["round"]["round"])
     clients = [int(k) for k in message.content["round"]["clients"]]
-    broadcast = encoded_message(dict(message.content[WIRE]), names)
+    broadcast = wire_message(message.content, WIRE, names)
     private = party.method.privacy_declaration() is not None
     replies = {
         client: party.fit(federated_round, client, broadcast).for_the_wire(private)
@@ -158,7 +158,7 @@ def personalise(message: Message, context: Context) -> Message:
     party.states[client] = _tensors(context.state[record]) if record in context.state else {}
     if WIRE in message.content:
         received = party.codec.decode(
-            encoded_message(dict(message.content[WIRE]), party.parameters.names)
+            wire_message(message.content, WIRE, party.parameters.names)
         )
     else:
         received = party.held_weights()

@@ -1,13 +1,14 @@
 """The kit's messages as Flower records, and Flower's own bytes around them.
 
-A broadcast or an update travels as one ``ConfigRecord`` whose ``payload`` is the kit's encoded
-message (:class:`~baselines.wire.EncodedMessage`, a safetensors file) byte for byte, beside the
-few fields the receiver needs to decode and log it. A client's personalisation (track 3) comes
-back as an ``ArrayRecord`` of its state: the tensors its personal model is built from, which are
-the submission's, not a federated message (the kit's log has nothing coming back). What Flower
-adds (the message's metadata, the record and the object tree it sends the content as) is
-measured by deflating the message the way Flower does before sending (:func:`flower_bytes`),
-not estimated.
+A broadcast or an update travels as two records: an ``ArrayRecord`` holding the kit's encoded
+message (:class:`~baselines.wire.EncodedMessage`, a safetensors file) byte for byte as one
+``uint8`` array, which Flower sends in chunks of 5 MB (a VT5-base FedAvg message is about 1 GB,
+past what one object of Flower's should carry), and a ``ConfigRecord`` of the few fields the
+receiver needs to decode and log it. A client's personalisation (track 3) comes back as an
+``ArrayRecord`` of its state: the tensors its personal model is built from, which are the
+submission's, not a federated message (the kit's log has nothing coming back). What Flower adds
+(the message's metadata, the records and the object tree it sends the content as) is measured by
+deflating the message the way Flower does before sending (:func:`flower_bytes`), not estimated.
 """
 
 from __future__ import annotations
@@ -26,34 +27,47 @@ WIRE = "wire"
 REPLY = "reply"
 METRICS = "metrics"
 PERSONAL = "personal"
+#: the array of a wire record, and the suffix of its fields' record.
+PAYLOAD = "payload"
+FIELDS = "fields"
 
 
-def wire_record(message: EncodedMessage, names: tuple[str, ...]) -> dict[str, object]:
-    """The fields of a ``ConfigRecord`` carrying ``message`` (payload unchanged).
+def put_wire(content: RecordDict, key: str, message: EncodedMessage, names: tuple[str, ...]) -> None:
+    """Store ``message`` in ``content`` under ``key``: its payload unchanged as one ``uint8``
+    array (an ``ArrayRecord``) and its fields as the ``ConfigRecord`` ``key.fields``.
 
     ``names`` is the run's communicated set, which both ends know: the tensor names are sent
     only when the message carries another set, so a message's Flower bytes are its payload plus
     Flower's framing and a few dozen bytes of fields.
     """
-    record: dict[str, object] = {
-        "payload": message.payload,
+    import numpy as np
+    from flwr.app import Array, ArrayRecord, ConfigRecord
+
+    fields: dict[str, object] = {
         "data_bytes": message.data_bytes,
         "format": message.format,
         "official_logger_bytes": message.official_logger_bytes,
     }
     if tuple(message.names) != tuple(names):
-        record["names"] = list(message.names)
-    return record
+        fields["names"] = list(message.names)
+    payload = np.frombuffer(message.payload, dtype=np.uint8)
+    content[key] = ArrayRecord({PAYLOAD: Array(payload)})
+    content[f"{key}.{FIELDS}"] = ConfigRecord(fields)
 
 
-def encoded_message(record: dict[str, object], names: tuple[str, ...]) -> EncodedMessage:
-    """The kit's message back from the fields of :func:`wire_record`."""
+def wire_message(content: RecordDict, key: str, names: tuple[str, ...]) -> EncodedMessage:
+    """The kit's message stored by :func:`put_wire` under ``key``.
+
+    Raises:
+        KeyError: ``content`` has no such message.
+    """
+    fields = content[f"{key}.{FIELDS}"]
     return EncodedMessage(
-        payload=bytes(record["payload"]),  # type: ignore[arg-type]
-        data_bytes=int(record["data_bytes"]),  # type: ignore[arg-type]
-        names=tuple(record.get("names", names)),  # type: ignore[arg-type]
-        format=str(record["format"]),
-        official_logger_bytes=int(record["official_logger_bytes"]),  # type: ignore[arg-type]
+        payload=content[key][PAYLOAD].numpy().tobytes(),
+        data_bytes=int(fields["data_bytes"]),  # type: ignore[arg-type]
+        names=tuple(fields.get("names", names)),  # type: ignore[arg-type]
+        format=str(fields["format"]),
+        official_logger_bytes=int(fields["official_logger_bytes"]),  # type: ignore[arg-type]
     )
 
 
@@ -63,12 +77,9 @@ def broadcast_content(
     """A train message's content: the broadcast and the clients of the node to train."""
     from flwr.app import ConfigRecord, RecordDict
 
-    return RecordDict(
-        {
-            WIRE: ConfigRecord(wire_record(message, names)),
-            "round": ConfigRecord({"round": federated_round, "clients": clients}),
-        }
-    )
+    content = RecordDict({"round": ConfigRecord({"round": federated_round, "clients": clients})})
+    put_wire(content, WIRE, message, names)
+    return content
 
 
 def reply_content(
@@ -83,7 +94,7 @@ def reply_content(
 
     content = RecordDict()
     for client, reply in replies.items():
-        content[f"{WIRE}.{client}"] = ConfigRecord(wire_record(reply.message, names))
+        put_wire(content, f"{WIRE}.{client}", reply.message, names)
         content[f"{REPLY}.{client}"] = ConfigRecord(
             {
                 "num_examples": reply.num_examples,
@@ -110,7 +121,7 @@ def client_reply(
         raise ValueError(f"the node's answer has no update of client {client}")
     reply = content[f"{REPLY}.{client}"]
     return ClientReply(
-        message=encoded_message(dict(content[key]), names),
+        message=wire_message(content, key, names),
         num_examples=int(reply["num_examples"]),
         metrics={key: float(value) for key, value in content[f"{METRICS}.{client}"].items()},
         seconds=float(reply["seconds"]),
@@ -126,7 +137,7 @@ def personalise_content(
 
     content = RecordDict({"round": ConfigRecord({"round": federated_round, "clients": [client]})})
     if message is not None:
-        content[WIRE] = ConfigRecord(wire_record(message, names))
+        put_wire(content, WIRE, message, names)
     return content
 
 
@@ -173,6 +184,12 @@ def flower_bytes(message: Message) -> int:
     ``RecordDict``, each record, each array chunk) and pushes each object's bytes; this is the
     sum of those bytes. The HTTP/2 and TLS framing of the transport come on top.
     """
-    from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects
+    from flwr.supercore.inflatable.inflatable_object import (
+        get_all_nested_objects,
+        no_object_id_recompute,
+    )
 
-    return sum(len(obj.deflate()) for obj in get_all_nested_objects(message).values())
+    # Each object's id is its deflated bytes' hash, over its children's ids: computed once here,
+    # as Flower does when it pushes (recomputed at every level, a 1 GB message took minutes).
+    with no_object_id_recompute():
+        return sum(len(obj.deflate()) for obj in get_all_nested_objects(message).values())

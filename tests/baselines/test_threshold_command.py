@@ -10,8 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from baselines.cli import train
-from benchmark.evaluation.cli import threshold
-from benchmark.evaluation.cli import evaluate
+from benchmark.evaluation.cli import evaluate, threshold
 
 
 @pytest.fixture(scope="module")
