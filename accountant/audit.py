@@ -22,8 +22,8 @@ them rejects a true claim is still at most alpha.
 The same guesses are also analysed with the f-DP test of Mahloujifar, Melis and Chaudhuri
 (ICML 2025, :mod:`accountant.audit_fdp`), on the same plans at the same levels: it tests the
 claim as a Gaussian trade-off curve (mu-GDP with the mu whose curve passes through the claimed
-(epsilon, delta)) and has far more power (100 canaries guessed perfectly: a bound of 5.7
-against 2.9 at delta 1e-5). Both bounds are reported; the verdict uses the larger, and
+(epsilon, delta)) and has far more power (100 canaries guessed perfectly: close to twice the
+bound at delta 1e-5, ``python -m bench.audit_ceiling``). Both bounds are reported; the verdict uses the larger, and
 :data:`ANALYSES` says what each assumes. Taking the larger of two tests is itself a choice made
 after seeing the guesses, so each analysis runs at half the level (every plan at
 alpha / (2 plans)): the chance that either rejects a true claim stays at most alpha. With
