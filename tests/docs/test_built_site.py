@@ -8,6 +8,7 @@ service answers.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -162,3 +163,14 @@ def test_every_results_table_shows_its_data_file_and_provenance(pages: dict[str,
         assert set(files) <= set(text.inline_code), source  # each note names its file
         shown += len(files)
     assert shown >= 40
+
+
+def test_every_reference_figure_shows_its_value(pages: dict[str, PageText]) -> None:
+    """No page shows a figure marker (docs/hooks/reference_figures.py): the threshold in force,
+    quoted on the FAQ, reads as its value."""
+    shown = [name for name, text in pages.items()
+             if "{{ figure." in "".join(text.prose + text.inline_code)]  # fmt: skip
+    assert not shown
+    rows = json.loads((ROOT / "docs/results/data/reference_figures.json").read_text())["rows"]
+    threshold = next(row["value"] for row in rows if row["name"] == "threshold")
+    assert f"that is {threshold}" in " ".join("".join(pages["faq/index.html"].prose).split())
