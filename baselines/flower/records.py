@@ -1,8 +1,8 @@
 """The kit's messages as Flower records, and Flower's own bytes around them.
 
 A broadcast or an update travels as two records: an ``ArrayRecord`` holding the kit's encoded
-message (:class:`~baselines.wire.EncodedMessage`, a safetensors file) byte for byte as one
-``uint8`` array, which Flower sends in chunks of 5 MB (a VT5-base FedAvg message is about 1 GB,
+message (:class:`~baselines.wire.EncodedMessage`, a safetensors file) byte for byte as the data
+of one ``uint8`` array, which Flower sends in chunks of 5 MB (a VT5-base FedAvg message is about 1 GB,
 past what one object of Flower's should carry), and a ``ConfigRecord`` of the few fields the
 receiver needs to decode and log it. A client's personalisation (track 3) comes back as an
 ``ArrayRecord`` of its state: the tensors its personal model is built from, which are the
@@ -30,6 +30,8 @@ PERSONAL = "personal"
 #: the array of a wire record, and the suffix of its fields' record.
 PAYLOAD = "payload"
 FIELDS = "fields"
+#: the wire array's serialisation type: its data is the payload itself (not NumPy's format)
+RAW_BYTES = "bytes"
 
 
 def put_wire(content: RecordDict, key: str, message: EncodedMessage, names: tuple[str, ...]) -> None:
@@ -40,7 +42,6 @@ def put_wire(content: RecordDict, key: str, message: EncodedMessage, names: tupl
     only when the message carries another set, so a message's Flower bytes are its payload plus
     Flower's framing and a few dozen bytes of fields.
     """
-    import numpy as np
     from flwr.app import Array, ArrayRecord, ConfigRecord
 
     fields: dict[str, object] = {
@@ -50,8 +51,10 @@ def put_wire(content: RecordDict, key: str, message: EncodedMessage, names: tupl
     }
     if tuple(message.names) != tuple(names):
         fields["names"] = list(message.names)
-    payload = np.frombuffer(message.payload, dtype=np.uint8)
-    content[key] = ArrayRecord({PAYLOAD: Array(payload)})
+    # the payload's own bytes object (no copy): Flower slices it into chunks through a memoryview
+    payload = Array(dtype="uint8", shape=(len(message.payload),), stype=RAW_BYTES,
+                    data=message.payload)  # fmt: skip
+    content[key] = ArrayRecord({PAYLOAD: payload})
     content[f"{key}.{FIELDS}"] = ConfigRecord(fields)
 
 
@@ -63,7 +66,7 @@ def wire_message(content: RecordDict, key: str, names: tuple[str, ...]) -> Encod
     """
     fields = content[f"{key}.{FIELDS}"]
     return EncodedMessage(
-        payload=content[key][PAYLOAD].numpy().tobytes(),
+        payload=bytes(content[key][PAYLOAD].data),
         data_bytes=int(fields["data_bytes"]),  # type: ignore[arg-type]
         names=tuple(fields.get("names", names)),  # type: ignore[arg-type]
         format=str(fields["format"]),
