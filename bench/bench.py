@@ -28,10 +28,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from experiments.results_file import Column, write_results_table
 
 REFERENCE_BATCH_SIZE = 10
 REFERENCE_PAD_TO = 512
@@ -181,6 +184,39 @@ def run(args: argparse.Namespace) -> dict:
     return report
 
 
+#: The results table of :func:`record`: one row a run.
+RECORD_COLUMNS = (
+    Column("threads", "torch threads", format="int"),
+    Column("kit", "kit questions/s", format=".2f"),
+    Column("reference", "reference questions/s", format=".2f"),
+    Column("speedup", "speed-up (wall)", format=".2fx"),
+    Column("speedup_cpu", "speed-up (CPU time)", format=".2fx"),
+    Column("differing", "answers differing"),
+    Column("anls", "ANLS (both loops)", format=".4f"),
+    Column("load", "load average", format=".1f"),
+)
+
+
+def record(path: Path, report: dict, *, command: str) -> None:
+    """Add ``report`` as a row of the results table at ``path`` (rows of earlier runs kept
+    when the file holds this table)."""
+    rows = []
+    if path.is_file():
+        earlier = json.loads(path.read_text(encoding="utf-8"))
+        if [column["key"] for column in earlier["columns"]] == [c.key for c in RECORD_COLUMNS]:
+            rows = earlier["rows"]
+            if command not in earlier["command"].split("; "):
+                command = f"{earlier['command']}; {command}"
+    rows.append({
+        "threads": report["threads"], "kit": report["kit_questions_per_second"],
+        "reference": report["reference_questions_per_second"], "speedup": report["speedup"],
+        "speedup_cpu": report["speedup_cpu_time"],
+        "differing": f"{report['differing_predictions']} / {report['questions']}",
+        "anls": report["kit_anls"], "load": report["load_average"],
+    })  # fmt: skip
+    write_results_table(path, RECORD_COLUMNS, rows, command=command)
+
+
 def main() -> None:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -194,8 +230,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2,
                         help="parts of the questions on which the two loops alternate")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--record", type=Path, default=None,
+                        help="add the run as a row of this results table's data file "
+                             "(docs/results/data/NAME.json, shown by a results page)")
     args = parser.parse_args()
     report = run(args)
+    if args.record is not None:
+        record(args.record, report, command="python -m bench.bench " + " ".join(sys.argv[1:]))
     if args.json:
         print(json.dumps(report))
         return

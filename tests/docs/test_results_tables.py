@@ -158,3 +158,22 @@ def test_a_column_spec_is_what_the_hook_knows(hook: ModuleType) -> None:
         assert hook.known_format(fmt), fmt
     assert not hook.known_format(".4") and not hook.known_format("bytes")
     assert Column("k", "K").align == "right"
+
+
+def test_a_bench_run_recorded_twice_is_two_rows_of_one_shown_table(hook: ModuleType,
+                                                                    tmp_path: Path) -> None:
+    from bench.bench import record
+
+    report = {"threads": 1, "kit_questions_per_second": 77.82,
+              "reference_questions_per_second": 17.84, "speedup": 4.36, "speedup_cpu_time": 4.13,
+              "differing_predictions": 0, "questions": 621, "kit_anls": 0.33435719,
+              "load_average": 1.2}  # fmt: skip
+    path = tmp_path / "results" / "data" / "speed.json"
+    record(path, report, command="python -m bench.bench --threads 1")
+    record(path, {**report, "threads": 2, "speedup": 4.41}, command="python -m bench.bench --threads 2")
+    data = json.loads(path.read_text())
+    assert [row["threads"] for row in data["rows"]] == [1, 2]
+    assert data["command"] == "python -m bench.bench --threads 1; python -m bench.bench --threads 2"
+    page = build_page(hook, tmp_path, "<!-- results-table: data/speed.json -->")
+    assert "| 1 | 77.82 | 17.84 | 4.36x | 4.13x | 0 / 621 | 0.3344 | 1.2 |" in page
+    assert "| 2 | 77.82 | 17.84 | 4.41x | 4.13x | 0 / 621 | 0.3344 | 1.2 |" in page
