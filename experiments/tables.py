@@ -78,6 +78,7 @@ def plot_anls_vs_epsilon(
 ROUNDS_COLUMNS: tuple[Column, ...] = (
     text("run", "run"),
     text("val_anls_per_round", "val ANLS per round (whole split)"),
+    text("test_anls_per_round", "test ANLS per round (whole split)"),
     number("final_val", "final val"),
     number("final_test", "final test"),
     number("bytes_per_message", "bytes/message", "int"),
@@ -111,6 +112,7 @@ def optimiser_track1(
             {
                 "run": name,
                 "val_anls_per_round": ", ".join(_anls(run.val_anls) for run in runs),
+                "test_anls_per_round": ", ".join(_anls(run.test_anls) for run in runs),
                 "final_val": "n/a" if runs[-1].val_anls is None else runs[-1].val_anls,
                 "final_test": runs[-1].test_anls,
                 "bytes_per_message": report.bytes_per_message,

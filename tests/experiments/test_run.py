@@ -166,7 +166,7 @@ def test_without_a_fedavg_run_the_threshold_is_the_benchmarks(tmp_path: Path) ->
     def row(reached: int) -> dict:
         return {
             "run": "fedshampoo-lr2e-2", "val_anls_per_round": "0.3500, 0.4100, 0.4200",
-            "final_val": 0.42, "final_test": 0.42, "bytes_per_message": 250,
+            "test_anls_per_round": "0.3500, 0.4100, 0.4200", "final_val": 0.42, "final_test": 0.42, "bytes_per_message": 250,
             "total_bytes": "3.00 kB", "round_at_threshold": reached,
             "bytes_to_threshold": f"{reached}.00 kB",
         }  # fmt: skip
