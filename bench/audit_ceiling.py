@@ -183,20 +183,30 @@ def gaussian_table() -> Table:
     return Table(columns, rows)
 
 
+def recorded_bounds(
+    m: int, guesses: int, correct: int, delta: float = DELTA
+) -> tuple[float, float]:
+    """The SNJ and f-DP bounds of one plan's counts (``correct`` of ``guesses`` right, ``m``
+    membership canaries) at the audit's level for ``m`` canaries."""
+    level = membership_level(m)
+    return (
+        epsilon_lower_bound(m, guesses, correct, delta, level),
+        fdp_epsilon_lower_bound(m, guesses, correct, delta=delta, alpha=level),
+    )
+
+
 def recorded_table(path: Path) -> Table:
     """Each recorded audit's best-plan counts read by both analyses at the audit's level."""
     rows = []
     for line in path.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
         m = 100 if row.get("canaries") is None else row["canaries"]
-        level = membership_level(m)
         guesses, correct, delta = row["guesses"], row["correct"], row["delta"]
+        snj, fdp = recorded_bounds(m, guesses, correct, delta)
         claim = row["claimed_epsilon"]
         rows.append({
             "run": row["run"], "claim": "none" if claim is None else claim,
-            "guesses_right": f"{correct} of {guesses}",
-            "snj": round(epsilon_lower_bound(m, guesses, correct, delta, level), 3),
-            "fdp": round(fdp_epsilon_lower_bound(m, guesses, correct, delta=delta, alpha=level), 3),
+            "guesses_right": f"{correct} of {guesses}", "snj": round(snj, 3), "fdp": round(fdp, 3),
         })  # fmt: skip
     level = level_text(membership_level(100))
     columns = (

@@ -69,3 +69,18 @@ def test_it_writes_the_tables_data_files(tmp_path: Path) -> None:
     assert "SNJ, same counts at 0.05 / 16" in labels
 
     assert len(written[audit_ceiling.GAUSSIAN]["rows"]) == len(audit_ceiling.CLAIMS)
+
+
+def test_the_recorded_audits_tables_are_at_the_audit_s_level() -> None:
+    from bench.audit_relevel import relevel
+
+    for name, bound in (("audit_mini.json", "question_bound"), ("audit_mini_c10.json", "bound"),
+                        ("audit_mini_preset.json", "question_bound")):  # fmt: skip
+        data = json.loads((ROOT / "docs/results/data" / name).read_text(encoding="utf-8"))
+        assert relevel(data, bound) == data, name
+    liar = {"columns": [{"key": "b", "label": "bound", "format": ".3f"}, {"key": "contradicted"}],
+            "rows": [{"b": 0.0, "guesses_right": "24 of 25 (in)", "claim": 1,
+                      "contradicted": "no"}]}  # fmt: skip
+    row = relevel(liar, "b")["rows"][0]
+    assert row["b"] == round(max(audit_ceiling.recorded_bounds(100, 25, 24)), 3) == 1.443
+    assert row["contradicted"] == "**yes**"
