@@ -141,9 +141,14 @@ def test_every_marker_names_a_valid_data_file_and_every_data_file_is_shown(
     assert files and named == files
 
 
+#: Pages outside docs/results/ whose measured tables have moved to data files.
+MEASURED_PAGES = ("participants/runners-up.md",)
+
+
 def test_no_results_page_holds_a_table_of_its_own() -> None:
+    pages = [*sorted((DOCS / "results").glob("*.md")), *(DOCS / p for p in MEASURED_PAGES)]
     written = {page.name: TABLE.findall(page.read_text(encoding="utf-8"))
-               for page in sorted((DOCS / "results").glob("*.md"))}  # fmt: skip
+               for page in pages}  # fmt: skip
     assert written and not {name: tables for name, tables in written.items() if tables}
     # no page includes a table from a Markdown file of docs/results/ (the old snippets)
     assert not [page for page in DOCS.rglob("*.md") if '--8<-- "results/' in page.read_text()]
