@@ -145,6 +145,9 @@ def test_every_marker_names_a_valid_data_file_and_every_data_file_is_shown(
 MEASURED_PAGES = (
     "participants/runners-up.md",
     "participants/dp-scale.md",
+    "participants/personal-methods.md",
+    "participants/personalisation.md",
+    "participants/privacy.md",
 )
 
 
