@@ -148,6 +148,9 @@ MEASURED_PAGES = (
     "participants/personal-methods.md",
     "participants/personalisation.md",
     "participants/privacy.md",
+    "participants/model.md",
+    "participants/gpus.md",
+    "organisers/audit.md",
 )
 
 
