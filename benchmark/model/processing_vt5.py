@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from benchmark.model.checkpoint_tokenizer import CheckpointTokenizer
 from benchmark.model.configuration_vt5 import PROMPT_BOX, RESAMPLE_FILTERS, VT5Config
-from benchmark.model.tokenizer import SPIECE_NAME, copy_spiece_model, load_tokenizer
 
 PROMPT_TEMPLATE = "question: {}  context: "
 #: Columns `encode_dataset` adds: token ids, flat boxes (4 ints per token), token count.
@@ -36,7 +36,7 @@ TOKEN_COLUMNS = ("input_ids", "input_boxes", "n_tokens")
 _ENCODING_VERSION = "vt5-inputs-2"
 
 
-class VT5Processor:
+class VT5Processor(CheckpointTokenizer):
     """Tokenizer, input construction, image preprocessing and collation for VT5.
 
     Args:
@@ -98,7 +98,6 @@ class VT5Processor:
         self.image_resample = image_resample
         self.pad_token_id = tokenizer.pad_token_id
         self.eos_token_id = tokenizer.eos_token_id
-        self._source_dir: Path | None = None
 
     @classmethod
     def from_config(cls, tokenizer: Any, config: VT5Config) -> VT5Processor:
@@ -116,40 +115,6 @@ class VT5Processor:
             lowercase_text=config.lowercase_text,
             image_resample=config.image_resample,
         )
-
-    @classmethod
-    def from_pretrained(cls, directory: str | Path, config: Any) -> VT5Processor:
-        """The processor of a VT5 checkpoint directory: its tokenizer and its config's settings.
-
-        Args:
-            directory: a checkpoint directory (the tokenizer files).
-            config: its configuration, read by its family
-                (:meth:`~benchmark.model.families.base.ModelFamily.read_config`).
-
-        Returns:
-            The processor.
-
-        Raises:
-            FileNotFoundError: if the tokenizer files are missing.
-        """
-        processor = cls.from_config(load_tokenizer(directory), config)
-        processor._source_dir = Path(directory)
-        return processor
-
-    def save_pretrained(self, directory: str | Path) -> None:
-        """Write the tokenizer (tokenizer.json, and spiece.model when known) to a directory."""
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        self.tokenizer.save_pretrained(str(directory))
-        if self._source_dir is not None:
-            copy_spiece_model(self._source_dir, directory)
-
-    def with_spiece_model(self, directory: str | Path) -> VT5Processor:
-        """Remember the directory holding this tokenizer's `spiece.model`, copied on save."""
-        if not (Path(directory) / SPIECE_NAME).is_file():
-            raise FileNotFoundError(f"{Path(directory) / SPIECE_NAME}: not found")
-        self._source_dir = Path(directory)
-        return self
 
     @property
     def signature(self) -> str:

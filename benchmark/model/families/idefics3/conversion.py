@@ -85,10 +85,7 @@ def convert_hub_checkpoint(source: str | Path, target: str | Path) -> list[str]:
     if text.get("pad_token_id") is None:
         text["pad_token_id"] = tokenizer.pad_token_id
     raw["text_config"] = text
-    try:
-        config = Idefics3.config_from_dict(raw)
-    except (TypeError, ValueError) as error:
-        raise CheckpointError(f"{config_path}: invalid Idefics3 configuration ({error})") from None
+    config = Idefics3.config_of(config_path, raw)
     vision = config.vision_config
     if tile is not None and tile != vision.image_size:
         raise CheckpointError(

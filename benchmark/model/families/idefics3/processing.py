@@ -44,8 +44,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from benchmark.model.checkpoint_tokenizer import CheckpointTokenizer
 from benchmark.model.families.page_image import open_page
-from benchmark.model.families.tokenizer_files import CheckpointTokenizer
 from benchmark.model.tokenizer import load_checkpoint_tokenizer
 
 FAKE_IMAGE_TOKEN = "<fake_token_around_image>"

@@ -48,10 +48,7 @@ def convert_hub_checkpoint(source: str | Path, target: str | Path) -> list[str]:
     patches, patches_source = _max_patches(source)
     raw.setdefault("max_answer_tokens", MAX_ANSWER_TOKENS)
     record_fp32(raw)
-    try:
-        config = Pix2Struct.config_from_dict({**raw, "max_patches": patches})
-    except (TypeError, ValueError) as error:
-        raise CheckpointError(f"{config_path}: invalid Pix2Struct configuration ({error})") from None
+    config = Pix2Struct.config_of(config_path, {**raw, "max_patches": patches})
     state_dict, report = read_fp32_weights(source)
     write_converted_checkpoint(source, target, Pix2Struct, config, state_dict)
     return [

@@ -16,8 +16,8 @@ from typing import Any
 
 import torch
 
+from benchmark.model.checkpoint_tokenizer import CheckpointTokenizer
 from benchmark.model.families.page_image import open_page
-from benchmark.model.families.tokenizer_files import CheckpointTokenizer
 
 
 def header_font() -> Path:

@@ -1,6 +1,7 @@
-"""The tokenizer files a family's processor reads from and writes to a checkpoint directory.
+"""The tokenizer files a processor reads from and writes to a checkpoint directory.
 
-The kit's families share the kit's own T5 SentencePiece tokenizer (``tokenizer.json`` and
+The kit's families (VT5's :class:`~benchmark.model.processing_vt5.VT5Processor` and the others'
+processors) share the kit's own T5 SentencePiece tokenizer (``tokenizer.json`` and
 ``spiece.model``, :mod:`benchmark.model.tokenizer`) and keep their input settings in the model's
 ``config.json``; a processor built on :class:`CheckpointTokenizer` gets loading, saving and the
 ``spiece.model`` copy from here and states only ``from_config`` (and :meth:`read_tokenizer`
