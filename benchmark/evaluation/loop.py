@@ -134,8 +134,7 @@ def predict(
     # otherwise (Pix2Struct) each question's whole input, image included, is collated
     use_visual = processor.page_features and bool(model.config.use_visual)
     columns = list(processor.input_columns)
-    # whole columns read once: a row read from the Arrow table per batch costs more than the copy
-    column_values = {column: encoded[column] for column in columns}
+    table = encoded.select_columns(columns)
     pages = encoded["image_path"] if use_visual else []
     batches = length_grouped_batches(
         encoded["n_tokens"], batch_size, max_batch_tokens=max_batch_tokens
@@ -150,8 +149,9 @@ def predict(
 
     def answer(number: int) -> tuple[list[int], list[str]]:
         indices = batches[number]
-        features = [{column: column_values[column][index] for column in columns}
-                    for index in indices]
+        rows = table[indices]
+        features = [dict(zip(columns, values, strict=True))
+                    for values in zip(*(rows[column] for column in columns), strict=True)]
         if not processor.page_features:
             return indices, _answer_whole(model, processor, features, device, precision,
                                           max_new_tokens)  # fmt: skip
