@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from experiments.results_file import Column, write_results_table
+from experiments.results_file import Column, append_results_rows
 
 REFERENCE_BATCH_SIZE = 10
 REFERENCE_PAD_TO = 512
@@ -199,22 +199,15 @@ RECORD_COLUMNS = (
 
 def record(path: Path, report: dict, *, command: str) -> None:
     """Add ``report`` as a row of the results table at ``path`` (rows of earlier runs kept
-    when the file holds this table)."""
-    rows = []
-    if path.is_file():
-        earlier = json.loads(path.read_text(encoding="utf-8"))
-        if [column["key"] for column in earlier["columns"]] == [c.key for c in RECORD_COLUMNS]:
-            rows = earlier["rows"]
-            if command not in earlier["command"].split("; "):
-                command = f"{earlier['command']}; {command}"
-    rows.append({
+    when the file holds this table: :func:`experiments.results_file.append_results_rows`)."""
+    row = {
         "threads": report["threads"], "kit": report["kit_questions_per_second"],
         "reference": report["reference_questions_per_second"], "speedup": report["speedup"],
         "speedup_cpu": report["speedup_cpu_time"],
         "differing": f"{report['differing_predictions']} / {report['questions']}",
         "anls": report["kit_anls"], "load": report["load_average"],
-    })  # fmt: skip
-    write_results_table(path, RECORD_COLUMNS, rows, command=command)
+    }  # fmt: skip
+    append_results_rows(path, RECORD_COLUMNS, [row], command=command)
 
 
 def main() -> None:

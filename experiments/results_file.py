@@ -7,6 +7,10 @@ label, alignment, format), one object per row (a plain number as a number, any o
 text shown), and the provenance: date, machine, package versions and the command.
 
     write_results_table(out / "track1.json", columns, rows, command=command_line(module, argv))
+
+A bench that measures one run at a time adds its rows to the table instead
+(:func:`append_results_rows`): after the rows of earlier runs when the file holds a table of the
+same columns, else as a new table.
 """
 
 from __future__ import annotations
@@ -177,3 +181,49 @@ def to_json(data: Mapping[str, Any]) -> str:
         else:
             lines.append(f"{json.dumps(name)}: {json.dumps(value, ensure_ascii=False)}")
     return "{\n " + ",\n ".join(lines) + "\n}\n"
+
+
+def matching_table(path: str | Path, columns: Sequence[Column]) -> dict[str, Any] | None:
+    """The data file at ``path`` when it holds a table of exactly ``columns`` (keys, labels,
+    alignments and formats, in order); None when there is no file or it holds another table."""
+    target = Path(path)
+    if not target.is_file():
+        return None
+    data = json.loads(target.read_text(encoding="utf-8"))
+    if data.get("columns") != [asdict(column) for column in columns]:
+        return None
+    return data
+
+
+def joined_commands(earlier: str, command: str) -> str:
+    """``earlier; command``: the commands of a table's runs, ``command`` once."""
+    return earlier if command in earlier.split("; ") else f"{earlier}; {command}"
+
+
+def append_results_rows(
+    path: str | Path,
+    columns: Sequence[Column],
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    command: str,
+    note: str | None = None,
+) -> Path:
+    """Add one run's rows to the results table at ``path``.
+
+    When the file holds a table of these columns (:func:`matching_table`), the rows come after
+    its rows, its command and ``command`` are joined (:func:`joined_commands`) and its note is
+    kept unless ``note`` is given; otherwise (no file, or other columns) the file becomes a new
+    table of these rows. The date, machine and versions are this run's.
+
+    Returns:
+        The written path.
+
+    Raises:
+        ValueError: a row without a column's key, or with a key no column has.
+    """
+    earlier = matching_table(path, columns)
+    if earlier is not None:
+        rows = [*earlier["rows"], *rows]
+        command = joined_commands(earlier["command"], command)
+        note = note or earlier.get("note")
+    return write_results_table(path, columns, rows, command=command, note=note)
