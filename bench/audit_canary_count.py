@@ -13,21 +13,26 @@ This assumes a canary's signal does not depend on how many canaries there are; m
 are more of the training data, so the figures for M far from 100 are an extrapolation.
 
 Usage: ``python -m bench.audit_canary_count --study .bench/audit-power-membership --out DIR
-[--label fedavg] [--draws 200] [--kept-only]``; writes ``OUT/canary_scores.jsonl`` (kept between runs),
-``OUT/audit_canary_count.png`` and prints a markdown table.
+[--label fedavg] [--draws 200] [--kept-only] [--record PATH]``; writes ``OUT/canary_scores.jsonl``
+(kept between runs), ``OUT/audit_canary_count.png`` and prints a markdown table; ``--record PATH``
+writes the table as that data file (``docs/results/data/audit_power_canaries.json``,
+:func:`table_columns`: one row per number of canaries).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from accountant.audit import one_run_audit
 from bench.audit_ceiling import DELTA, ceilings
 from bench.audit_power import LIAR_DECLARATION, read_ledger
+from experiments.results_file import Column, command_line, number, text, write_results_table
 
 CANARY_COUNTS = (50, 100, 200, 400)
 
@@ -96,6 +101,32 @@ def simulate(pooled: list[dict], counts: tuple[int, ...], draws: int, claim: flo
     return results
 
 
+def table_columns(claim: float) -> tuple[Column, ...]:
+    """The results table's columns (``docs/results/data/audit_power_canaries.json``) for the
+    false claim ``claim`` (its tested epsilon, in the contradiction column's label)."""
+    claim_text = f"{claim:.3f}"
+    return (
+        number("canaries", "canaries", "int"),
+        text("f_dp_bound_median_10_to_90", "f-DP bound: median (10% to 90%)"),
+        text("snj_bound_median_10_to_90", "SNJ bound: median (10% to 90%)"),
+        text(f"verdict_contradicts_the_false_claim_{claim_text.replace('.', '_')}",
+             f"verdict contradicts the false claim ({claim_text})", align="right"),
+        number("f_dp_every_guess_right", "f-DP, every guess right", ".3f"),
+    )
+
+
+def _quantiles_text(low: float, middle: float, high: float) -> str:
+    return f"{middle:.3f} ({low:.3f} to {high:.3f})"
+
+
+def table_rows(results: list[dict], claim: float) -> list[dict[str, Any]]:
+    """The results table's rows of :func:`simulate`'s results, one per number of canaries."""
+    keys = [column.key for column in table_columns(claim)]
+    return [dict(zip(keys, (r["canaries"], _quantiles_text(*r["fdp"]), _quantiles_text(*r["snj"]),
+                            f"{r['contradicted']:.0%}", round(r["fdp_ceiling"], 3)), strict=True))
+            for r in results]  # fmt: skip
+
+
 def plot(results: list[dict], claim: float, path: Path) -> None:
     """Both analyses' bounds (median, 10th to 90th percentile) against the number of canaries,
     with the f-DP perfect-attack ceiling and the false claim."""
@@ -129,6 +160,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--draws", type=int, default=200)
     parser.add_argument("--kept-only", action="store_true",
                         help="simulate from the runs already scored in OUT, score no more")  # fmt: skip
+    parser.add_argument("--record", type=Path, default=None,
+                        help="write the table as this results table's data file "
+                             "(docs/results/data/NAME.json, shown by a results page)")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     pooled = canary_scores(args.study, args.out, args.label, score_missing=not args.kept_only)
@@ -146,6 +180,10 @@ def main(argv: list[str] | None = None) -> None:
               f"{r['snj'][1]:.3f} ({r['snj'][0]:.3f} to {r['snj'][2]:.3f}) | "
               f"{r['contradicted']:.0%} | {r['fdp_ceiling']:.3f} |")  # fmt: skip
     plot(results, claim, args.out / "audit_canary_count.png")
+    if args.record is not None:
+        command = command_line("bench.audit_canary_count", sys.argv[1:] if argv is None else argv)
+        print(write_results_table(args.record, table_columns(claim), table_rows(results, claim),
+                                  command=command))  # fmt: skip
 
 
 if __name__ == "__main__":

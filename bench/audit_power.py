@@ -12,19 +12,34 @@ audited with other settings than the evaluator's current defaults is audited aga
 training and scoring time kept).
 
 Usage: ``python -m bench.audit_power --out DIR --seeds 0 1 2 [--kind reconstruction]
-[--runs fedavg fedavg-c10 dp-lora-eps1 ...] [--canaries 100]``; writes ``OUT/audit_power.jsonl``
-(one line per audited run), ``OUT/audit_power.md`` and ``OUT/audit_power.png``.
+[--runs fedavg fedavg-c10 dp-lora-eps1 ...] [--canaries 100] [--record DIR]``; writes
+``OUT/audit_power.jsonl`` (one line per audited run), ``OUT/audit_power.md`` and
+``OUT/audit_power.png``. With ``--record DIR`` (``docs/results/data``) it writes the results
+tables of the ledger's lines there: of membership audits ``audit_power_summary.json`` (one row
+per run, :data:`SUMMARY_COLUMNS`) and ``audit_power_draws.json`` (one row per seed of
+:data:`DRAWS_LABEL`, :data:`DRAWS_COLUMNS`); of reconstruction audits
+``audit_power_reconstruction.json`` (one row per run and seed, :data:`RECONSTRUCTION_COLUMNS`).
+``--record-only`` writes them from the ledger as it is, training and auditing nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from bench.auditbench import audit, scoring_seconds
 from experiments.pflkit_command import run_pflkit
+from experiments.results_file import (
+    Column,
+    command_line,
+    number,
+    text,
+    write_results_table,
+)
 
 #: non-private trainings, weakest first: the ``fedavg`` preset (2 clients of 10 a round, one
 #: epoch, 10 rounds), then every client every round
@@ -79,6 +94,14 @@ def read_ledger(path: Path) -> dict[tuple[int, str], dict]:
     return rows
 
 
+def val_anls(run: Path) -> float | None:
+    """The run's validation ANLS (``--val-limit 100``) as its ``submission.json`` gives it."""
+    submission = run / "submission.json"
+    if not submission.is_file():
+        return None
+    return json.loads(submission.read_text(encoding="utf-8")).get("val_anls")
+
+
 def study(out: Path, seeds: list[int], kind: str, canaries: int, runs: list[str]) -> list[dict]:
     """Generate, train and audit what is missing; every audited run's row."""
     ledger = out / "audit_power.jsonl"
@@ -93,7 +116,7 @@ def study(out: Path, seeds: list[int], kind: str, canaries: int, runs: list[str]
             run = out / "runs" / f"{kind}-s{seed}" / label
             seconds = train(data, run, recipes[label]) or (kept or {}).get("train_seconds", 0.0)
             row = {"seed": seed, "label": label, "kind": kind, "train_seconds": seconds,
-                   **audit([run], data)[0]}  # fmt: skip
+                   "val_anls": val_anls(run), **audit([run], data)[0]}  # fmt: skip
             if label in INTENSITIES:
                 row["scoring_seconds"] = (kept or {}).get("scoring_seconds") or scoring_seconds(
                     run, data
@@ -139,32 +162,180 @@ def tested_claim(row: dict, rows: list[dict]) -> tuple[float, float]:
     return FALSE_CLAIM, FALSE_CLAIM
 
 
+def run_summaries(rows: list[dict]) -> list[dict[str, Any]]:
+    """Per run (:func:`run_order`): its draws' claims, bounds and how many contradict the claim.
+
+    Returns:
+        ``{"label", "declared", "tested" (median), "draws", "contradicted", "bounds" (sorted),
+        "middle" (the median draw's row), "auc", "tpr" (medians)}`` per run.
+    """
+    summaries = []
+    for label in run_order(rows):
+        mine = sorted((r for r in rows if r["label"] == label), key=lambda r: r["audit_epsilon"])
+        claims = [tested_claim(r, rows) for r in mine]
+        summaries.append({
+            "label": label, "declared": claims[0][0],
+            "tested": sorted(t for _, t in claims)[len(claims) // 2], "draws": len(mine),
+            "contradicted": sum(r["audit_epsilon"] > t for r, (_, t) in zip(mine, claims, strict=True)),
+            "bounds": [r["audit_epsilon"] for r in mine], "middle": mine[len(mine) // 2],
+            "auc": sorted(r["auc"] for r in mine)[len(mine) // 2],
+            "tpr": sorted(r["tpr"] for r in mine)[len(mine) // 2],
+        })  # fmt: skip
+    return summaries
+
+
+def audit_cost(rows: list[dict]) -> tuple[float, int] | None:
+    """The median of the audits' seconds over the scoring's seconds, and of how many runs."""
+    costs = [(r["audit_seconds"], r["scoring_seconds"]) for r in rows if "scoring_seconds" in r]
+    if not costs:
+        return None
+    return sorted(a / s for a, s in costs)[len(costs) // 2], len(costs)
+
+
 def table(rows: list[dict]) -> str:
     """Markdown: per run, the bound on each draw and how many draws contradict its claim."""
-    labels = run_order(rows)
     lines = ["| run | claim: declared (tested, median) | draws | contradicted | "
              "bound: median (min to max) | right of guessed (median) | AUC (median) | "
              "TPR at 10% FPR (median) |",
              "| --- | --- | ---: | ---: | --- | --- | ---: | ---: |"]  # fmt: skip
-    for label in labels:
-        mine = sorted((r for r in rows if r["label"] == label), key=lambda r: r["audit_epsilon"])
-        claims = [tested_claim(r, rows) for r in mine]
-        tested = sorted(t for _, t in claims)[len(claims) // 2]
-        bounds = [r["audit_epsilon"] for r in mine]
-        middle = mine[len(mine) // 2]
-        hits = sum(r["audit_epsilon"] > t for r, (_, t) in zip(mine, claims, strict=True))
-        lines.append(f"| `{label}` | {claims[0][0]:g} ({tested:.3f}) | {len(mine)} | "
-                     f"{hits} of {len(mine)} | "
+    for run in run_summaries(rows):
+        bounds, middle = run["bounds"], run["middle"]
+        lines.append(f"| `{run['label']}` | {run['declared']:g} ({run['tested']:.3f}) | "
+                     f"{run['draws']} | {run['contradicted']} of {run['draws']} | "
                      f"{middle['audit_epsilon']:.3f} ({bounds[0]:.3f} to {bounds[-1]:.3f}) | "
                      f"{middle['fdp_correct']} of {middle['fdp_guesses']} | "
-                     f"{sorted(r['auc'] for r in mine)[len(mine) // 2]:.3f} | "
-                     f"{sorted(r['tpr'] for r in mine)[len(mine) // 2]:.3f} |")  # fmt: skip
-    costs = [(r["audit_seconds"], r["scoring_seconds"]) for r in rows if "scoring_seconds" in r]
-    if costs:
-        ratio = sorted(a / s for a, s in costs)[len(costs) // 2]
+                     f"{run['auc']:.3f} | {run['tpr']:.3f} |")  # fmt: skip
+    cost = audit_cost(rows)
+    if cost is not None:
         lines.append(f"\nAudit per submission against scoring the test split (median of "
-                     f"{len(costs)}): {ratio:.2f}x; base model's pass once per worker.")  # fmt: skip
+                     f"{cost[1]}): {cost[0]:.2f}x; base model's pass once per worker.")  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+#: each run as the results tables name it
+RUN_TITLES = {
+    "fedavg": "`fedavg` preset, non-private (the liar)",
+    "fedavg-c10": "`fedavg`, every client every round, non-private (the liar)",
+    "fedavg-c10-e3": "`fedavg`, every client every round, 3 local epochs, non-private (the liar)",
+    **{label: f"`dp-lora` epsilon {label.removeprefix('dp-lora-eps')}, honest" for label in PRIVATE},
+}
+#: ``audit_power_summary.json``: per run, its claim, draws, contradictions and median figures
+SUMMARY_COLUMNS: tuple[Column, ...] = (
+    text("run", "run"),
+    text("claim_declared_tested_median", "claim: declared (tested, median)"),
+    number("draws", "draws", "int"),
+    text("contradicted", "contradicted", align="right"),
+    text("bound_median_min_to_max", "bound: median (min to max)"),
+    text("right_of_guessed_median", "right of guessed (median)"),
+    number("auc_median", "AUC (median)", ".3f"),
+    number("tpr_at_10_fpr_median", "TPR at 10% FPR (median)", ".3f"),
+)
+#: the run whose draws ``audit_power_draws.json`` shows, one row per seed
+DRAWS_LABEL = "fedavg"
+#: ``audit_power_draws.json``: per seed, the liar's audit, the honest runs' and the audit's cost
+DRAWS_COLUMNS: tuple[Column, ...] = (
+    number("seed", "seed", "int"),
+    number("false_claim_tested", "false claim tested", ".3f"),
+    number("bound_f_dp", "bound (f-DP)", ".3f"),
+    number("snj_bound", "SNJ bound", ".3f"),
+    text("right_of_guessed", "right of guessed"),
+    number("auc", "AUC", ".3f"),
+    number("tpr_at_10_fpr", "TPR at 10% FPR", ".3f"),
+    text("contradicted", "contradicted"),
+    text("dp_lora_eps_1_4_8_bound_auc", "`dp-lora` eps 1 / 4 / 8: bound (AUC)"),
+    text("audit_scoring_s", "audit / scoring (s)", align="right"),
+)
+#: ``audit_power_reconstruction.json``: per run and seed, its validation ANLS and its audit
+RECONSTRUCTION_COLUMNS: tuple[Column, ...] = (
+    number("seed", "seed", "int"),
+    text("run", "run"),
+    number("val_anls_100_q", "val ANLS (100 q.)", ".4f"),
+    number("bound", "bound", ".3f"),
+    text("right_of_guessed", "right of guessed", align="right"),
+    number("top_1_right_of_100", "top-1 right (of 100)", "int"),
+    number("auc_true_vs_wrong_candidates", "AUC (true vs wrong candidates)", ".3f"),
+    number("tpr_at_10_fpr", "TPR at 10% FPR", ".3f"),
+)
+
+
+def summary_rows(rows: list[dict]) -> list[dict[str, Any]]:
+    """``audit_power_summary.json``'s rows of membership audits' ledger rows."""
+    table_rows = []
+    for run in run_summaries(rows):
+        bounds, middle = run["bounds"], run["middle"]
+        table_rows.append({
+            "run": RUN_TITLES.get(run["label"], f"`{run['label']}`"),
+            "claim_declared_tested_median": f"{run['declared']:g} ({run['tested']:.3f})",
+            "draws": run["draws"],
+            "contradicted": (f"**{run['contradicted']} of {run['draws']}**" if run["contradicted"]
+                             else f"0 of {run['draws']}"),
+            "bound_median_min_to_max":
+                f"{middle['audit_epsilon']:.3f} ({bounds[0]:.3f} to {bounds[-1]:.3f})",
+            "right_of_guessed_median": f"{middle['fdp_correct']} of {middle['fdp_guesses']}",
+            "auc_median": round(run["auc"], 3), "tpr_at_10_fpr_median": round(run["tpr"], 3),
+        })  # fmt: skip
+    return table_rows
+
+
+def draws_rows(rows: list[dict]) -> list[dict[str, Any]]:
+    """``audit_power_draws.json``'s rows: each seed's :data:`DRAWS_LABEL` audit against its false
+    claim, the same seed's honest ``dp-lora`` bounds (AUC) and the audit's cost."""
+    by_run = {(r["seed"], r["label"]): r for r in rows}
+    table_rows = []
+    for row in sorted((r for r in rows if r["label"] == DRAWS_LABEL), key=lambda r: r["seed"]):
+        tested = tested_claim(row, rows)[1]
+        honest = [by_run.get((row["seed"], label)) for label in PRIVATE]
+        cost = ""
+        if row.get("scoring_seconds"):
+            audit_s, scoring_s = row["audit_seconds"], row["scoring_seconds"]
+            cost = f"{audit_s:.1f} / {scoring_s:.1f} ({audit_s / scoring_s:.2f}x)"
+        table_rows.append({
+            "seed": row["seed"], "false_claim_tested": round(tested, 3),
+            "bound_f_dp": round(row["fdp_epsilon"], 3), "snj_bound": round(row["snj_epsilon"], 3),
+            "right_of_guessed": f"{row['fdp_correct']} of {row['fdp_guesses']}",
+            "auc": round(row["auc"], 3), "tpr_at_10_fpr": round(row["tpr"], 3),
+            "contradicted": "**yes**" if row["audit_epsilon"] > tested else "no",
+            "dp_lora_eps_1_4_8_bound_auc": " / ".join(
+                "-" if r is None else f"{round(r['audit_epsilon'], 3):g} ({r['auc']:.2f})"
+                for r in honest),
+            "audit_scoring_s": cost,
+        })  # fmt: skip
+    return table_rows
+
+
+def reconstruction_rows(rows: list[dict]) -> list[dict[str, Any]]:
+    """``audit_power_reconstruction.json``'s rows: each run (:func:`run_order`) on each seed.
+    The top-1 count is not in the audit's line (its cell is empty)."""
+    order = {label: index for index, label in enumerate(run_order(rows))}
+    table_rows = []
+    for row in sorted(rows, key=lambda r: (order[r["label"]], r["seed"])):
+        anls = row.get("val_anls")
+        table_rows.append({
+            "seed": row["seed"], "run": RUN_TITLES.get(row["label"], f"`{row['label']}`"),
+            "val_anls_100_q": "" if anls is None else round(anls, 4),
+            "bound": round(row["audit_epsilon"], 3),
+            "right_of_guessed": f"{row['fdp_correct']} of {row['fdp_guesses']}",
+            "top_1_right_of_100": "", "auc_true_vs_wrong_candidates": round(row["auc"], 3),
+            "tpr_at_10_fpr": round(row["tpr"], 3),
+        })  # fmt: skip
+    return table_rows
+
+
+def record(rows: list[dict], folder: Path, *, command: str) -> list[Path]:
+    """Write the results tables of the ledger's rows into ``folder``; the written paths."""
+    membership = [r for r in rows if r.get("kind", "membership") == "membership"]
+    reconstruction = [r for r in rows if r.get("kind") == "reconstruction"]
+    written = []
+    if membership:
+        written.append(write_results_table(folder / "audit_power_summary.json", SUMMARY_COLUMNS,
+                                           summary_rows(membership), command=command))
+        written.append(write_results_table(folder / "audit_power_draws.json", DRAWS_COLUMNS,
+                                           draws_rows(membership), command=command))
+    if reconstruction:
+        written.append(write_results_table(folder / "audit_power_reconstruction.json",
+                                           RECONSTRUCTION_COLUMNS,
+                                           reconstruction_rows(reconstruction), command=command))
+    return written
 
 
 def plot(rows: list[dict], path: Path) -> None:
@@ -197,19 +368,37 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.audit_power",
                                      description=__doc__.split("\n\n")[0])  # fmt: skip
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--seeds", type=int, nargs="+", required=True)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[])
     parser.add_argument("--kind", choices=("membership", "reconstruction"),
                         default="membership")  # fmt: skip
     parser.add_argument("--canaries", type=int, default=100)
     parser.add_argument("--runs", nargs="+", default=[*INTENSITIES, *PRIVATE],
                         choices=[*INTENSITIES, *PRIVATE])  # fmt: skip
+    parser.add_argument("--record", type=Path, default=None,
+                        help="write the ledger's results tables' data files into this folder "
+                             "(docs/results/data)")
+    parser.add_argument("--record-only", action="store_true",
+                        help="train and audit nothing: write --record from OUT's ledger")
     args = parser.parse_args(argv)
+    if args.record_only and args.record is None:
+        parser.error("--record-only needs --record")
+    if not (args.record_only or args.seeds):
+        parser.error("--seeds is needed to run the study")
+    command = command_line("bench.audit_power", sys.argv[1:] if argv is None else argv)
+    if args.record_only:
+        rows = [row for _, row in sorted(read_ledger(args.out / "audit_power.jsonl").items())]
+        for path in record(rows, args.record, command=command):
+            print(path)
+        return
     args.out.mkdir(parents=True, exist_ok=True)
     rows = study(args.out, args.seeds, args.kind, args.canaries, args.runs)
     report = table(rows)
     (args.out / "audit_power.md").write_text(report, encoding="utf-8")
     plot(rows, args.out / "audit_power.png")
     print(report)
+    if args.record is not None:
+        for path in record(rows, args.record, command=command):
+            print(path)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,11 @@ when each engine started and ended (the seconds are only comparable under the sa
 ratios of each Flower engine's loop and command time to the in-process engine's.
 
 Usage: ``.venv-flower/bin/python -m bench.flowerbench --data DIR --out DIR [--preset P]
-[--nodes 0-3,4-6,7-9] [train options after --]``.
+[--nodes 0-3,4-6,7-9] [--record PATH] [train options after --]``.
+
+``--record PATH`` adds the run to that results table's data file
+(``docs/results/data/flower_mini.json``, :data:`TABLE_COLUMNS`): one row per engine, the first
+numbered after the table's earlier runs.
 """
 
 from __future__ import annotations
@@ -36,6 +40,14 @@ import torch
 from safetensors.torch import load_file
 
 from baselines.flower.local import LocalFederation
+from experiments.results_file import (
+    Column,
+    append_results_rows,
+    command_line,
+    matching_table,
+    number,
+    text,
+)
 
 
 def _global(run: Path) -> dict[str, torch.Tensor]:
@@ -70,6 +82,52 @@ def _summary(run: Path, seconds: float, reference: Path | None) -> dict[str, Any
     return row
 
 
+#: each engine's name in the results table
+ENGINE_TITLES = {"in-process": "in process", "deployment": "Flower deployment",
+                 "simulation": "Flower simulation (Ray)"}  # fmt: skip
+#: The results table's columns (``docs/results/data/flower_mini.json``): per engine, the load
+#: average at its start and end, the command's, the loop's and the clients' training seconds,
+#: and how the run compares with the in-process one.
+TABLE_COLUMNS: tuple[Column, ...] = (
+    Column("run", "run", "left", "int"),
+    text("engine", "engine"),
+    text("load_average", "load average"),
+    text("command", "command", align="right"),
+    text("loop", "loop", align="right"),
+    text("client_training", "client training", align="right"),
+    number("loop_training", "loop / training", ".2f"),
+    text("log_equal", "log equal"),
+    number("largest_weight_difference", "largest weight difference", ".1f"),
+)
+
+
+def next_run_number(path: Path) -> int:
+    """One more than the largest run number of the table at ``path`` (1 for a new table)."""
+    earlier = matching_table(path, TABLE_COLUMNS)
+    numbers = [row["run"] for row in earlier["rows"] if isinstance(row["run"], int)] if earlier else []
+    return max(numbers, default=0) + 1
+
+
+def table_rows(results: dict[str, dict[str, Any]], run: int) -> list[dict[str, Any]]:
+    """The results table's rows of one run (engine -> :func:`_summary` with its
+    ``load_average``), the first numbered ``run``."""
+    rows = []
+    for engine, summary in results.items():
+        start, end = summary["load_average"]
+        equal = summary.get("log_equal")
+        rows.append({
+            "run": "" if rows else run, "engine": ENGINE_TITLES[engine],
+            "load_average": f"{start:.1f} to {end:.1f}",
+            "command": f"{summary['command_seconds']:.1f} s",
+            "loop": f"{summary['loop_wall_seconds']:.1f} s",
+            "client_training": f"{summary['client_training_seconds']:.1f} s",
+            "loop_training": summary["loop_wall_over_training"],
+            "log_equal": ("(reference)" if engine == "in-process" else
+                          "" if equal is None else "yes" if equal else "no"),
+            "largest_weight_difference": summary.get("max_weight_difference", ""),
+        })  # fmt: skip
+    return rows
+
 
 def _timed_train(federation: LocalFederation, run: Path, args: argparse.Namespace,
                  extra: list[str]) -> float:  # fmt: skip
@@ -92,6 +150,9 @@ def main() -> None:
                         help="SuperNode client groups, separated by ';' (or by ',' when each "
                              "group is one id or one range, as 0-3,4-6,7-9).")
     parser.add_argument("--engines", default="in-process,deployment,simulation")
+    parser.add_argument("--record", type=Path, default=None,
+                        help="add the run's engines as rows of this results table's data file "
+                             "(docs/results/data/NAME.json, shown by a results page)")
     parser.add_argument("train_options", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     extra = [o for o in args.train_options if o != "--"]
@@ -146,6 +207,10 @@ def main() -> None:
                     for key in ("loop_wall_seconds", "command_seconds")}
     print(json.dumps({"preset": args.preset, "options": extra, "torch_threads": 1,
                       "omp": os.environ.get("OMP_NUM_THREADS"), **results, **ratios}, indent=2))
+    if args.record is not None:
+        rows = table_rows(results, next_run_number(args.record))
+        command = command_line("bench.flowerbench", sys.argv[1:])
+        print(append_results_rows(args.record, TABLE_COLUMNS, rows, command=command))
 
 
 if __name__ == "__main__":

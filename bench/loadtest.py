@@ -20,6 +20,10 @@ it stays busy), and each level reports the submissions that reached a final stat
 generator, ``apt-get install wrk``), uploads running too. ``--server/--token/--submission``
 measure a running service instead (no uploads). The client shares the machine's cores with the
 server, so the figures are bounds for a server with its own machine.
+
+``--record PATH`` adds the run to that results table's data file (``docs/results/data/load.json``,
+:data:`TABLE_COLUMNS`): one row per level, the first named ``--label`` with the load average at
+the run's start and end.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import click
+
+from experiments.results_file import Column, append_results_rows, command_line, number, text
 
 
 def _free_port() -> int:
@@ -558,6 +564,45 @@ def _endpoints(value: str) -> list[str]:
     return names
 
 
+#: The results table's columns (``docs/results/data/load.json``): per level, the readers, the
+#: requests per second, the p50 / p95 / p99 milliseconds overall and per endpoint, and the
+#: submissions that reached a final state meanwhile.
+TABLE_COLUMNS: tuple[Column, ...] = (
+    text("run_load_average", "run (load average)"),
+    number("readers", "readers", "int"),
+    number("req_s", "req/s", "int"),
+    text("all", "all"),
+    text("status", "status"),
+    text("page", "page"),
+    text("json", "JSON"),
+    text("scored", "scored", align="right"),
+)
+
+
+def latency_text(figures: dict[str, Any] | None) -> str:
+    """``p50 / p95 / p99`` in whole milliseconds (empty for an endpoint not asked)."""
+    if figures is None or figures.get("p50_ms") is None:
+        return ""
+    return " / ".join(f"{figures[key]:,.0f}" for key in ("p50_ms", "p95_ms", "p99_ms"))
+
+
+def table_rows(levels: list[dict[str, Any]], label: str) -> list[dict[str, Any]]:
+    """The results table's rows of one run's levels (``--json``'s objects): the first row
+    names the run (``label``) and the load average at its start and end."""
+    rows = []
+    for index, level in enumerate(levels):
+        ended = level.get("ended_meanwhile")
+        start, end = level["load_average"]
+        rows.append({
+            "run_load_average": "" if index else f"{label} ({start:.1f} to {end:.1f})".strip(),
+            "readers": level["concurrency"], "req_s": round(level["requests_per_second"]),
+            "all": latency_text(level),
+            **{name: latency_text(level["endpoints"].get(name)) for name in ENDPOINTS},
+            "scored": "" if ended is None else f"{sum(ended.values())} in {level['seconds']:.1f} s",
+        })  # fmt: skip
+    return rows
+
+
 @click.command()
 @click.option("--requests", "total", default=3000, show_default=True, help="requests per level")
 @click.option("--concurrency", default="32", show_default=True,
@@ -580,6 +625,10 @@ def _endpoints(value: str) -> list[str]:
 @click.option("--token", default=None, help="token for --server")
 @click.option("--submission", default=None, help="submission id for --server")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object per level")
+@click.option("--record", "record_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=None, help="add the run's levels as rows of this results table's data file "
+              "(docs/results/data/NAME.json, shown by a results page)")  # fmt: skip
+@click.option("--label", default="", help="the run's name in the recorded table, e.g. 'after, run 1'")
 def main(
     total: int,
     concurrency: str,
@@ -594,6 +643,8 @@ def main(
     token: str | None,
     submission: str | None,
     as_json: bool,
+    record_path: Path | None,
+    label: str,
 ) -> None:
     """Measure requests/s and latency of the polled endpoints under concurrent load, during
     uploads."""
@@ -602,6 +653,7 @@ def main(
     process = None
     scratch = tempfile.TemporaryDirectory(prefix="pflkit-loadtest-")
     results: list[dict[str, object]] = []
+    load_at_start = os.getloadavg()[0]
     try:
         if server is None:
             storage = Path(scratch.name)
@@ -633,6 +685,7 @@ def main(
         "database": (database_url or "external").split(":", 1)[0],
         "uploaders": uploaders,
         "revalidate": revalidate,
+        "load_average": [load_at_start, os.getloadavg()[0]],
     }
     for result in results:
         if as_json:
@@ -645,6 +698,10 @@ def main(
             else:
                 click.echo(f"{key:>22}: {value}")
         click.echo("")
+    if record_path is not None:
+        rows = table_rows([{**common, **result} for result in results], label)
+        command = command_line("bench.loadtest", sys.argv[1:])
+        click.echo(append_results_rows(record_path, TABLE_COLUMNS, rows, command=command))
 
 
 if __name__ == "__main__":

@@ -26,6 +26,13 @@ is the largest of its steps' peaks (``VmHWM``, reset between steps through
 after the step.
 Linux only. The goal (issue 47) is a peak of at most 1.3 times the file. Results:
 ``docs/results/memory.md``; ``make bench`` runs it on ``pflkit model init --shape vt5-base``.
+
+``--record-evaluate PATH`` and ``--record-steps PATH`` write the run into those results tables'
+data files (``docs/results/data/memory_evaluate.json``, one row per path, and
+``memory_worker_steps.json``, one row per worker step: the peak and its ratio to the file), in
+the column ``--side`` names (``after`` by default); the other side's cells of the same rows, and
+the earlier runs' commands, are kept from the file when it holds that table. Each run measures
+the tree it runs in.
 """
 
 from __future__ import annotations
@@ -41,8 +48,18 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import click
+
+from experiments.results_file import (
+    Column,
+    command_line,
+    joined_commands,
+    matching_table,
+    text,
+    write_results_table,
+)
 
 #: the goal: peak resident memory over the checkpoint file's size.
 GOAL_RATIO = 1.3
@@ -134,6 +151,69 @@ def worker_steps(data: Path, reference: Path, submission: Path, questions: int,
     return steps
 
 
+#: what each path runs, as its table row says (``{questions}``: test questions scored)
+PATH_TEXTS = {
+    "evaluate": "`pflkit evaluate CKPT --split test --limit {questions}` (batch size 64)",
+    "worker": "the worker on a submitted copy of the file (batch size {batch_size}), its "
+              "largest step",
+    "floor": "floor: `pflkit evaluate` with `--batch-size 1 --max-answer-tokens 2`, one thread",
+}
+#: what each worker step does, as its table row says
+STEP_TEXTS = {
+    "start-up": "start-up (`Scorer.prepare`: test split, processor, reference model)",
+    "check_checkpoint": "checkpoint checks (header, spec, finite values)",
+    "bind": "binding: every tensor compared with the reference's",
+    "noise_floor": "track 2's noise floor over every tensor",
+    "score": "scoring (`Scorer.score`)",
+}
+#: the compared runs, a column each in both tables
+SIDES = ("before", "after")
+
+
+def evaluate_columns(questions: int) -> tuple[Column, ...]:
+    """The columns of ``memory_evaluate.json``: what runs, then each side's peak."""
+    return (text(f"what_runs_{questions}_test_questions", f"what runs ({questions} test questions)"),
+            *(text(side, side, align="right") for side in SIDES))  # fmt: skip
+
+
+#: the columns of ``memory_worker_steps.json``: the worker's step, then each side's peak
+STEP_COLUMNS: tuple[Column, ...] = (
+    text("worker_step", "worker step"), *(text(side, side, align="right") for side in SIDES)
+)
+
+
+def peak_text(peak_mib: float, file_mib: float) -> str:
+    """A peak as the tables show it: ``2,761 MiB, 2.15x`` (its ratio to the file's size)."""
+    return f"{peak_mib:,.0f} MiB, {peak_mib / file_mib:.2f}x"
+
+
+def evaluate_cells(rows: list[dict[str, Any]], questions: int, batch_size: int) -> dict[str, str]:
+    """Each path's row text and its peak's cell, of the rows the bench measured."""
+    return {PATH_TEXTS[row["path"]].format(questions=questions, batch_size=batch_size):
+            peak_text(row["peak_mib"], row["file_mib"]) for row in rows}  # fmt: skip
+
+
+def step_cells(rows: list[dict[str, Any]]) -> dict[str, str]:
+    """Each worker step's row text and its peak's cell (none without the worker's row)."""
+    return {STEP_TEXTS.get(name, name): peak_text(figures["peak_mib"], row["file_mib"])
+            for row in rows for name, figures in row.get("steps", {}).items()}  # fmt: skip
+
+
+def record_side(path: Path, columns: tuple[Column, ...], cells: dict[str, str], side: str, *,
+                command: str) -> Path:  # fmt: skip
+    """Write ``cells`` (row text -> peak) as the ``side`` column of the table at ``path``; the
+    other side's cells of the same rows and the earlier commands are kept when the file holds
+    this table."""
+    first = columns[0].key
+    earlier = matching_table(path, columns)
+    kept = {row[first]: row for row in earlier["rows"]} if earlier else {}
+    rows = [{first: what, **{other: kept.get(what, {}).get(other, "") for other in SIDES},
+             side: cell} for what, cell in cells.items()]  # fmt: skip
+    if earlier is not None:
+        command = joined_commands(earlier["command"], command)
+    return write_results_table(path, columns, rows, command=command)
+
+
 def _machine() -> str:
     """Cores, CPU model and Python version, for the printed header."""
     cpu = platform.processor()
@@ -155,10 +235,19 @@ def _machine() -> str:
 @click.option("--paths", default="evaluate,worker,floor", show_default=True,
               help="Comma-separated: evaluate, worker, floor.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Also write JSON here.")
+@click.option("--record-evaluate", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the paths' peaks into this results table's data file "
+              "(docs/results/data/memory_evaluate.json).")
+@click.option("--record-steps", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the worker's steps' peaks into this results table's data file "
+              "(docs/results/data/memory_worker_steps.json).")
+@click.option("--side", type=click.Choice(SIDES), default="after", show_default=True,
+              help="The recorded tables' column this run fills.")
 @click.option("--worker-child", type=click.Path(path_type=Path), hidden=True,
               help="(internal) run the worker's steps on this submission file in this process.")
 def main(data: Path, checkpoint: Path, questions: int, batch_size: int, paths: str,
-         json_out: str | None, worker_child: Path | None) -> None:  # fmt: skip
+         json_out: str | None, record_evaluate: Path | None, record_steps: Path | None,
+         side: str, worker_child: Path | None) -> None:  # fmt: skip
     """Peak resident memory of `pflkit evaluate` and of the worker against the file's size."""
     if worker_child is not None:
         steps = worker_steps(data, checkpoint, worker_child, questions, batch_size)
@@ -209,6 +298,14 @@ def main(data: Path, checkpoint: Path, questions: int, batch_size: int, paths: s
                            f"{figures['after_mib']:>7,.0f} MiB, {figures['seconds']:6.1f} s")  # fmt: skip
     if json_out:
         Path(json_out).write_text(json.dumps(rows, indent=2) + "\n")
+    command = command_line("bench.memorybench", sys.argv[1:])
+    if record_evaluate is not None:
+        cells = evaluate_cells(rows, questions, batch_size)
+        click.echo(record_side(record_evaluate, evaluate_columns(questions), cells, side,
+                               command=command))  # fmt: skip
+    if record_steps is not None:
+        click.echo(record_side(record_steps, STEP_COLUMNS, step_cells(rows), side,
+                               command=command))  # fmt: skip
 
 
 if __name__ == "__main__":

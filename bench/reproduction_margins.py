@@ -17,10 +17,16 @@ small lie and a *reproduced within tolerance*: this bench measures where that li
 The communication log, the declarations and the recipe's preset are compared exactly on every
 machine, so a lie in them is caught at any size (the test suite has each case).
 
+``--record PATH`` then writes the results table of ``--out``'s latest line of each preset (one
+column per preset, :func:`table`) as that data file
+(``docs/results/data/reproduction_margins.json``), dated and placed by the lines;
+``--record-only`` writes it from the lines already there, measuring nothing.
+
 Usage::
 
     python -m bench.reproduction_margins --data .bench/tiny \\
-        --out docs/results/reproduction_margins.jsonl
+        --out docs/results/reproduction_margins.jsonl \\
+        --record docs/results/data/reproduction_margins.json
 """
 
 from __future__ import annotations
@@ -28,13 +34,21 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import platform
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from bench.reproduction import measured_where, preset_rounds, read_lines, short_exponent
+from experiments.results_file import (
+    Column,
+    command_line,
+    machine_description,
+    text,
+    write_results_table,
+)
 
 #: fractions of the change from the base added to the checkpoint as noise
 EDITS = (0.01, 0.03, 0.05, 0.07, 0.09, 0.11, 0.15, 0.2)
@@ -120,19 +134,90 @@ def noise_cuts(data: Path, root: Path, honest: Path, rerun: Path, tolerance: flo
     return cuts
 
 
+#: the verdict of a lie the re-run catches
+CAUGHT = "not reproduced"
+
+
+def table(lines: list[dict[str, Any]]) -> tuple[tuple[Column, ...], list[dict[str, Any]]]:
+    """The results table of the bench's lines (the latest of each preset): one column per
+    preset, one row per submission (the honest run, each edit, each noise cut), each cell the
+    distance between the models over the re-run's change from the base. The smallest edit that
+    every preset's re-run catches is marked.
+
+    Raises:
+        ValueError: without lines.
+    """
+    latest = {line["preset"]: line for line in lines}
+    if not latest:
+        raise ValueError("no line to tabulate")
+    keys = {preset: f"{preset.replace('-', '_')}_{preset_rounds(preset)}_rounds" for preset in latest}
+    columns = (text("what_was_submitted", "what was submitted"),
+               *(text(keys[preset], f"`{preset}` ({preset_rounds(preset)} rounds)", align="right")
+                 for preset in latest))  # fmt: skip
+
+    def row(what: str, part: str, fraction: str | None = None) -> dict[str, Any]:
+        cells = {}
+        for preset, line in latest.items():
+            judged = line.get(part, {})
+            judged = judged.get(fraction, {}) if fraction is not None else judged
+            cells[keys[preset]] = short_exponent(judged.get("ratio")) if judged else ""
+        return {"what_was_submitted": what, **cells}
+
+    edits = sorted({fraction for line in latest.values() for fraction in line["edits"]}, key=float)
+    caught = next((fraction for fraction in edits
+                   if all(line["edits"].get(fraction, {}).get("verdict") == CAUGHT
+                          for line in latest.values())), None)  # fmt: skip
+    tolerance = next(iter(latest.values())).get("tolerance")
+    rows = [row("the honest run", "honest")]
+    for index, fraction in enumerate(edits):
+        share = f"{float(fraction):.0%}"
+        what = f"... {share}" if index else f"checkpoint + noise of {share} of the change"
+        if fraction == caught:
+            what += f" (first caught at tolerance {tolerance:g})"
+        rows.append(row(what, "edits", fraction))
+    cuts = sorted({f for line in latest.values() for f in line.get("noise_cuts", {})},
+                  key=float, reverse=True)  # fmt: skip
+    for index, fraction in enumerate(cuts):
+        what = (f"... {fraction}" if index else
+                f"trained at {fraction} of the declared noise, server step / {fraction}")
+        rows.append(row(what, "noise_cuts", fraction))
+    return columns, rows
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Measure both presets and append one line each to ``--out``."""
+    """Measure both presets (unless ``--record-only``) and write the table (``--record``)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--data", type=Path, default=None)
     parser.add_argument("--other-threads", type=int, default=2)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--record", type=Path, default=None,
+                        help="write the results table of --out's lines as this data file "
+                             "(docs/results/data/NAME.json, shown by a results page)")
+    parser.add_argument("--record-only", action="store_true",
+                        help="measure nothing: write --record from the lines already in --out")
     args = parser.parse_args(argv)
+    if args.record_only and args.record is None:
+        parser.error("--record-only needs --record")
+    if not args.record_only:
+        if args.data is None:
+            parser.error("--data is needed to measure")
+        measure_both(args)
+    if args.record is not None:
+        lines = read_lines(args.out)
+        columns, rows = table(lines)
+        command = command_line("bench.reproduction_margins", sys.argv[1:] if argv is None else argv)
+        print(write_results_table(args.record, columns, rows, command=command,
+                                  **measured_where(lines)))  # fmt: skip
+
+
+def measure_both(args: argparse.Namespace) -> None:
+    """Measure both presets and append one line each to ``args.out``."""
     import torch
 
     from evaluator.reproduction.verdict import DEFAULT_TOLERANCE
 
     stamp = {"date": dt.date.today().isoformat(), "data": args.data.name,
-             "machine": platform.processor() or platform.machine(), "torch": torch.__version__,
+             "machine": machine_description(), "torch": torch.__version__,
              "tolerance": DEFAULT_TOLERANCE, "other_threads": args.other_threads}  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="reproduction-margins-") as directory:
         root = Path(directory)

@@ -16,6 +16,10 @@ The untimed run writes Python's bytecode cache, as any installation has after it
 ``PYTHONDONTWRITEBYTECODE`` is dropped from the commands' environment, since with it set every
 run would compile the kit's modules again. Figures are printed, not asserted; on a shared
 machine note the load average it prints. Results: ``docs/results/startup.md``.
+
+``--record PATH`` writes the run as that results table's data file (``docs/results/data/
+startup.json``, :data:`TABLE_COLUMNS`): one row per command, the ``before`` columns from the
+``--before`` tree (empty without one).
 """
 
 from __future__ import annotations
@@ -32,8 +36,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import click
+
+from experiments.results_file import Column, command_line, number, text, write_results_table
 
 #: the goal of every ``--help`` and of the epsilon command, in seconds.
 HELP_GOAL = 0.3
@@ -178,6 +185,69 @@ def _figures(timing: Timing | None) -> str:
     return f"{statistics.median(walls):>7.3f}s {max(walls):>7.3f}s {statistics.median(cpus):>6.3f}s"
 
 
+def measurement(shown: str, goal: float | None, timing: Timing,
+                before: Timing | None = None) -> dict[str, Any]:  # fmt: skip
+    """One command's figures as ``--json`` writes them.
+
+    Args:
+        shown: the command as printed (``pflkit --help``, ``(reference) python -c '...'``).
+        goal: its goal in seconds, or None for a reference.
+        timing: its timed runs' wall and CPU seconds.
+        before: the same from the ``--before`` tree, or None.
+    """
+    walls, cpus = timing
+    return {"command": shown, "goal_s": goal, "median_s": statistics.median(walls),
+            "max_s": max(walls), "times_s": walls, "cpu_s": cpus,
+            "before_times_s": None if before is None else before[0],
+            "before_cpu_s": None if before is None else before[1]}  # fmt: skip
+
+
+#: The results table's columns (``docs/results/data/startup.json``): per command, the median and
+#: the largest wall time and the median CPU time, from the ``--before`` tree and from this one.
+TABLE_COLUMNS: tuple[Column, ...] = (
+    text("command", "command"),
+    text("goal", "goal", align="right"),
+    number("before_median", "before: median", ".3f"),
+    number("max", "max", ".3f"),
+    number("cpu", "CPU", ".3f"),
+    number("after_median", "after: median", ".3f"),
+    number("max_2", "max", ".3f"),
+    number("cpu_2", "CPU", ".3f"),
+)
+
+#: how a reference's printed command begins
+REFERENCE = "(reference) "
+
+
+def _side(walls: list[float] | None, cpus: list[float] | None, *, compared: bool) -> list[Any]:
+    """Median, max and median CPU seconds (3 decimals); ``-`` for a command a compared tree
+    lacks, empty cells without a compared tree."""
+    if walls is None or cpus is None:
+        return ["-" if compared else ""] * 3
+    figures = (statistics.median(walls), max(walls), statistics.median(cpus))
+    return [round(value, 3) for value in figures]
+
+
+def table_rows(measurements: list[dict[str, Any]], *, compared: bool) -> list[dict[str, Any]]:
+    """The results table's rows of :func:`measurement`'s dicts: the command as code (a
+    repeated one marked ``(again, last)``), its goal, then both sides' figures (``compared``:
+    whether a ``--before`` tree was timed)."""
+    rows, seen = [], set()
+    for m in measurements:
+        shown = m["command"]
+        command = (f"{REFERENCE}`{shown.removeprefix(REFERENCE)}`" if shown.startswith(REFERENCE)
+                   else f"`{shown}`")  # fmt: skip
+        if shown in seen:
+            command += " (again, last)"
+        seen.add(shown)
+        before = _side(m["before_times_s"], m["before_cpu_s"], compared=compared)
+        after = _side(m["times_s"], m["cpu_s"], compared=True)
+        goal = "-" if m["goal_s"] is None else f"{m['goal_s']:g} s"
+        rows.append(dict(zip((c.key for c in TABLE_COLUMNS),
+                             (command, goal, *before, *after), strict=True)))  # fmt: skip
+    return rows
+
+
 def _cpu_model() -> str:
     """The processor's model name."""
     cpuinfo = Path("/proc/cpuinfo")
@@ -208,6 +278,9 @@ def _load() -> str:
     "also run with DIR first on PYTHONPATH, alternately with this one.",
 )
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Also write JSON here.")
+@click.option("--record", "record_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=None, help="Write the run as this results table's data file "
+              "(docs/results/data/NAME.json, shown by a results page).")  # fmt: skip
 @click.option("--no-hyperfine", is_flag=True, help="Time with subprocess even if hyperfine exists.")
 @click.option(
     "--only",
@@ -220,6 +293,7 @@ def main(
     executable: str | None,
     before_dir: str | None,
     json_out: str | None,
+    record_path: Path | None,
     no_hyperfine: bool,
     only: str | None,
 ) -> None:
@@ -244,7 +318,7 @@ def main(
     commands = [([executable, *args], "pflkit " + " ".join(args), goal)
                 for args, goal in benchmark_commands()]  # fmt: skip
     commands += [
-        ([sys.executable, *libraries], f"(reference) python {' '.join(libraries)}", None)
+        ([sys.executable, *libraries], REFERENCE + shlex.join(["python", *libraries]), None)
         for libraries in REFERENCES
     ]
     if only:
@@ -256,19 +330,19 @@ def main(
             before, timing = time_side_by_side(argv, runs, env, before_env)
         else:
             timing = timer(argv, runs, env)
-        walls, cpus = timing
-        median = statistics.median(walls)
+        median = statistics.median(timing[0])
         flag = "" if goal is None or median < goal else "  over the goal"
         goal_text = "-" if goal is None else f"{goal:.1f}s"
         before_text = f"{_figures(before)}   " if before_env is not None else ""
         click.echo(f"{shown:<72} {goal_text:>6} {before_text}{_figures(timing)}{flag}")
-        rows.append({"command": shown, "goal_s": goal, "median_s": median, "max_s": max(walls),
-                     "times_s": walls, "cpu_s": cpus,
-                     "before_times_s": None if before is None else before[0],
-                     "before_cpu_s": None if before is None else before[1]})  # fmt: skip
+        rows.append(measurement(shown, goal, timing, before))
     click.echo(f"# load average after: {_load()}")
     if json_out:
         Path(json_out).write_text(json.dumps(rows, indent=2) + "\n")
+    if record_path is not None:
+        command = command_line("bench.startup", sys.argv[1:])
+        click.echo(write_results_table(record_path, TABLE_COLUMNS, table_rows(rows, compared=before_env is not None),
+                                       command=command))  # fmt: skip
 
 
 if __name__ == "__main__":
