@@ -23,9 +23,9 @@ Adaptations to a generative VT5 (the chapter classifies over 1,642 fixed answers
 - ``lambda`` is ``--fedp3-lambda``: 1 by default (the chapter's choice), 0.1 in the ``fedp3``
   preset. Here ``L_p3`` sums 90 ordered pairs at every answer *token*, where the chapter's
   classifier had one candidate set per question, so lambda 1 anchors each client to the round's
-  global model more than it lets it learn: on ``mini`` (docs/participants/personal-methods.md) lambda 1
-  left the global model at 0.3854 unseen-provider ANLS against FedAvg's 0.4349 and a round-10
-  train loss of 1.079 against 0.392; lambda 0.1 gave 0.4310 and 0.450. The filter's selection
+  global model more than it lets it learn. On ``mini`` (docs/participants/personal-methods.md)
+  the preset's lambda 0.1 left the global model at 0.4196 unseen-provider ANLS against FedAvg's
+  0.4386 and a round-10 train loss of 0.447 against 0.386. The filter's selection
   carries no gradient (a top-N); ``H_S`` is bounded away from 0 (1e-6) so a confident student keeps a
   finite ratio.
 - The term applies from round 2 on (Eq. 8.15's ``t >= 2``: in round 1 the teacher would be
