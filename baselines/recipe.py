@@ -22,7 +22,6 @@ shows a recipe, its seed or its files on a page, in an export or in a log.
 
 from __future__ import annotations
 
-import importlib.metadata
 import inspect
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +34,7 @@ from benchmark.provenance import (
     KIT_ROOT,
     file_digest,
     kit_source_digest,
+    kit_version,
     machine_label,
     training_data_fingerprint,
 )
@@ -69,7 +69,7 @@ def build_recipe(config: Any, *, data_dir: str | Path, base: str, device: str) -
         "config": config.to_dict(),
         "base": {"name": base, "sha256": file_digest(weights)},
         "data": {"fingerprint": training_data_fingerprint(data_dir)},
-        "kit": {"version": importlib.metadata.version("pfl-docvqa-kit"),
+        "kit": {"version": kit_version(),
                 "source_sha256": kit_source_digest()},  # fmt: skip
         "machine": {"label": machine_label(), "threads": torch.get_num_threads(),
                     "device": device},  # fmt: skip

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import platform
+from importlib import metadata
 from pathlib import Path
 
 import benchmark
@@ -19,6 +20,15 @@ KIT_PACKAGES = ("accountant", "baselines", "benchmark", "pflkit")
 KIT_ROOT = Path(benchmark.__file__).resolve().parent.parent
 #: the files of a benchmark directory that training reads
 TRAINING_FILES = ("participant/*.npy", "participant/*.json", "participant/images/*")
+
+
+def kit_version() -> str:
+    """The installed kit's version; ``0+unknown`` where it runs from a source tree that was
+    not installed (a lent GPU machine runs the kit from ``PYTHONPATH``)."""
+    try:
+        return metadata.version("pfl-docvqa-kit")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
 
 
 def kit_source_digest(root: Path = KIT_ROOT) -> str:

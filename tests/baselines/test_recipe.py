@@ -89,3 +89,20 @@ def test_an_unreadable_recipe_is_a_usage_error(tiny_data, tmp_path) -> None:
     result = CliRunner().invoke(train, ["--recipe", str(bad), "--data", str(tiny_data), "--out",
                                         str(tmp_path / "x")])  # fmt: skip
     assert result.exit_code == 2 and "recipe:" in result.output and "twice" in result.output
+
+
+def test_a_kit_run_from_its_source_tree_writes_its_recipe(monkeypatch, tiny_data: Path,
+                                                          tiny_base: Path, tmp_path: Path) -> None:
+    """A lent GPU machine runs the kit from ``PYTHONPATH``, not installed: `pflkit train` still
+    trains and its recipe says the version is unknown instead of failing."""
+    from importlib import metadata
+
+    def not_installed(name: str) -> str:
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "version", not_installed)
+    out = tmp_path / "run"
+    result = _train("--preset", "fedavg", "--data", str(tiny_data), "--out", str(out),
+                    "--base", str(tiny_base), *COMMON)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "recipe.json").read_text())["kit"]["version"] == "0+unknown"

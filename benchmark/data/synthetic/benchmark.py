@@ -17,7 +17,6 @@ import random
 import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +44,7 @@ from benchmark.data.synthetic.locales import CLIENT_LOCALES
 from benchmark.data.synthetic.page import encode_jpeg
 from benchmark.data.synthetic.public import document_records, public_document
 from benchmark.data.synthetic.scales import SCALES, Scale, draw_document_count
+from benchmark.provenance import kit_version
 from benchmark.shipped import BASE_MODEL_DIR
 from benchmark.threshold import measured_threshold
 
@@ -83,14 +83,6 @@ class PublicJob:
     split: str
     images_dir: str
     questions_per_page: tuple[int, int]
-
-
-def kit_version() -> str:
-    """Installed version of the kit."""
-    try:
-        return metadata.version("pfl-docvqa-kit")
-    except metadata.PackageNotFoundError:
-        return "0+unknown"
 
 
 def plan_providers(scale: Scale, seed: int) -> list[Provider]:
