@@ -185,8 +185,10 @@ class ShampooOptimizer(torch.optim.Optimizer):
     def _precondition(state: dict, key: str, block: torch.Tensor, eps: float,
                       refresh: bool) -> torch.Tensor:
         """``L^(-1/4) G R^(-1/4)`` of one block, its statistics grown by ``G``."""
-        left = state.setdefault(f"L{key}", eps * torch.eye(block.shape[0], dtype=block.dtype))
-        right = state.setdefault(f"R{key}", eps * torch.eye(block.shape[1], dtype=block.dtype))
+        left = state.setdefault(f"L{key}", eps * torch.eye(block.shape[0], dtype=block.dtype,
+                                                            device=block.device))
+        right = state.setdefault(f"R{key}", eps * torch.eye(block.shape[1], dtype=block.dtype,
+                                                              device=block.device))
         left.add_(block @ block.T)
         right.add_(block.T @ block)
         if refresh or f"Linv{key}" not in state:

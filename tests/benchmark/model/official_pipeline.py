@@ -204,7 +204,9 @@ class OfficialPipeline:
 
     def loss(self, sample: dict) -> torch.Tensor:
         """`VT5.forward`'s training loss of one sample, with gradients."""
-        embeds, mask = self.model.embed(*(t.to(self.device) for t in self.tensors(sample)))
+        dtype = next(self.model.parameters()).dtype
+        embeds, mask = self.model.embed(*(t.to(self.device, dtype) if t.is_floating_point()
+                                          else t.to(self.device) for t in self.tensors(sample)))  # fmt: skip
         return self.model.language_backbone(inputs_embeds=embeds, attention_mask=mask,
                                             labels=self.labels(sample).to(self.device)).loss
 
