@@ -56,9 +56,10 @@ def test_nf4_round_trip_error_is_bounded_by_half_the_widest_level_gap() -> None:
         assert decoded[name].dtype == torch.float32
         flat = tensor.reshape(-1)
         error = (decoded[name].reshape(-1) - flat).abs()
-        for begin in range(0, flat.numel(), 64):
-            absmax = float(flat[begin : begin + 64].abs().max())
-            assert float(error[begin : begin + 64].max()) <= absmax * half_gap * (1 + 1e-3) + 1e-7
+        padding = -flat.numel() % 64  # each block of 64 values against its own absmax
+        absmax = torch.nn.functional.pad(flat.abs(), (0, padding)).reshape(-1, 64).amax(dim=1)
+        worst = torch.nn.functional.pad(error, (0, padding)).reshape(-1, 64).amax(dim=1)
+        assert bool((worst <= absmax * half_gap * (1 + 1e-3) + 1e-7).all()), name
         relative = float(error.norm() / flat.norm())
         assert relative < 0.15, name
 

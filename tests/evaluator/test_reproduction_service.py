@@ -62,19 +62,34 @@ def _wait_until(url: str, ids: dict[str, int], settled, timeout: float = 300) ->
     raise AssertionError(f"not settled in {timeout} s: {seen}")
 
 
+@pytest.fixture(scope="module")
+def small_reference(tmp_path_factory: pytest.TempPathFactory, tiny_benchmark: Path) -> Path:
+    """A random VT5 of width 32 (one layer each side) whose tokenizer is fitted on every
+    client's questions: exactness does not depend on the width, and twenty trainings, scorings
+    and re-runs of it take minutes where the 256-wide reference takes hours on two cores."""
+    from benchmark.data import count_clients, load_split
+    from tests.small_model import save_small_reference
+
+    rows = [row for client in range(count_clients(tiny_benchmark))
+            for row in load_split(tiny_benchmark, "train", client=client)]  # fmt: skip
+    return save_small_reference(rows, tmp_path_factory.mktemp("small-reference"), vocab_size=300,
+                                max_answer_tokens=4)  # fmt: skip
+
+
 def test_honest_runs_are_reproduced_and_the_dp_liar_is_unranked(
-    tmp_path: Path, tiny_reference: Path, tiny_benchmark: Path
+    tmp_path: Path, small_reference: Path, tiny_benchmark: Path
 ) -> None:
-    fedavg = _train(tmp_path / "fedavg", tiny_benchmark, tiny_reference, "--preset", "fedavg")
-    honest = _train(tmp_path / "dp", tiny_benchmark, tiny_reference, "--preset", "dp-lora",
+    reference = small_reference  # six trainings and re-runs: 274 s with the 256-wide reference
+    fedavg = _train(tmp_path / "fedavg", tiny_benchmark, reference, "--preset", "fedavg")
+    honest = _train(tmp_path / "dp", tiny_benchmark, reference, "--preset", "dp-lora",
                     "--noise-multiplier", "1.0")  # fmt: skip
-    liar = _train(tmp_path / "liar", tiny_benchmark, tiny_reference, "--preset", "dp-lora",
+    liar = _train(tmp_path / "liar", tiny_benchmark, reference, "--preset", "dp-lora",
                   "--noise-multiplier", "0.5", "--server-lr", "0.1")  # fmt: skip
     for name in ("privacy.json", "submission.json", "recipe.json"):
         shutil.copyfile(honest / name, liar / name)
 
     database_url = f"sqlite:///{tmp_path / 'evaluator.db'}"
-    env = service_env(tmp_path, reference=tiny_reference, data=tiny_benchmark,
+    env = service_env(tmp_path, reference=reference, data=tiny_benchmark,
                       database_url=database_url)  # fmt: skip
     env["PFLKIT_EVALUATOR_REPRODUCTION"] = json.dumps({"1": "all", "2": 1})
     teams = {name: create_team(database_url, name) for name in ("alpha", "beta", "gamma")}
@@ -152,20 +167,6 @@ def _bundled_run(root: Path, data: Path, base: Path) -> Path:
                                 inputs=inputs)  # fmt: skip
     assert training.result.returncode == 0, training.result.stderr[-3000:]
     return training.run
-
-
-@pytest.fixture(scope="module")
-def small_reference(tmp_path_factory: pytest.TempPathFactory, tiny_benchmark: Path) -> Path:
-    """A random VT5 of width 32 (one layer each side) whose tokenizer is fitted on every
-    client's questions: exactness does not depend on the width, and twenty trainings, scorings
-    and re-runs of it take minutes where the 256-wide reference takes hours on two cores."""
-    from benchmark.data import count_clients, load_split
-    from tests.small_model import save_small_reference
-
-    rows = [row for client in range(count_clients(tiny_benchmark))
-            for row in load_split(tiny_benchmark, "train", client=client)]  # fmt: skip
-    return save_small_reference(rows, tmp_path_factory.mktemp("small-reference"), vocab_size=300,
-                                max_answer_tokens=4)  # fmt: skip
 
 
 @pytest.mark.slow
