@@ -57,6 +57,18 @@ def test_device() -> str:
     return TEST_DEVICE
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _one_torch_thread_per_worker() -> None:
+    """Under ``make test``'s xdist workers (one per core), each worker's torch computes on one
+    thread: two workers of torch's default two threads on two cores oversubscribe them, and a
+    tiny model's step then waits on the other worker's threads. A test that needs more threads
+    sets them itself (and puts them back)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        import torch
+
+        torch.set_num_threads(1)
+
+
 @pytest.fixture(autouse=True)
 def patient_http(monkeypatch: pytest.MonkeyPatch) -> None:
     """``httpx.get``/``post``/... wait up to :data:`TEST_HTTP_TIMEOUT` unless a test says."""

@@ -141,7 +141,17 @@ def _fine_tuned(reference: Path, data: Path, providers: set[str], steps: int):  
     return model.eval()
 
 
-def test_the_attack_on_a_real_tiny_model(canary_benchmark: Path, small_reference: Path) -> None:
+@pytest.fixture(scope="module")
+def memorising(canary_benchmark: Path, small_reference: Path):  # type: ignore[no-untyped-def]
+    """The small model fine-tuned for 60 steps on the included canaries' invoices (what a
+    non-private run does to them); two tests audit it, neither changes it."""
+    coins = json.loads((canary_benchmark / "evaluator" / "canaries.json").read_text())["canaries"]
+    included = {c["provider"] for c in coins if c["included"]}
+    return _fine_tuned(small_reference, canary_benchmark, included, 60)
+
+
+def test_the_attack_on_a_real_tiny_model(canary_benchmark: Path, small_reference: Path,
+                                         memorising) -> None:  # fmt: skip
     """Fast variant: the small model fine-tuned on the included canaries' invoices (what a
     non-private run does to them) is found out; the untrained model gains nothing; a model
     trained on ordinary providers only (no canary in its data) gives no bound."""
@@ -155,7 +165,7 @@ def test_the_attack_on_a_real_tiny_model(canary_benchmark: Path, small_reference
     assert untouched["audit_report"]["delta"] == 1e-5
     assert untouched["audit_report"]["delta_source"] == "default (no claim)"
 
-    memorised = auditor.audit(_fine_tuned(small_reference, canary_benchmark, included, 60), 1e-5)
+    memorised = auditor.audit(memorising, 1e-5)
     report = memorised["audit_report"]
     assert (report["canaries"], report["canaries_in"]) == (CANARIES, len(included))
     # measured with the `question` attack: AUC 0.885, bound 0.806 (20 guesses, 19 right)
@@ -183,7 +193,7 @@ def test_the_audit_is_skipped_without_canaries(tiny_benchmark: Path) -> None:
 
 
 def test_pflkit_audit_reports_what_the_worker_would(
-    canary_benchmark: Path, small_reference: Path, tmp_path: Path
+    canary_benchmark: Path, small_reference: Path, memorising, tmp_path: Path
 ) -> None:
     """`pflkit audit` on run directories: the memorising model's bound is the auditor's own,
     its false epsilon claim (from privacy.json, with its delta) is contradicted, the untrained
@@ -194,9 +204,7 @@ def test_pflkit_audit_reports_what_the_worker_would(
     from tests.evaluator.factories import declaration
 
     assert ATTACK_NAMES == ATTACKS
-    coins = json.loads((canary_benchmark / "evaluator" / "canaries.json").read_text())["canaries"]
-    included = {c["provider"] for c in coins if c["included"]}
-    model = _fine_tuned(small_reference, canary_benchmark, included, 60)
+    model = memorising
     liar = tmp_path / "liar"
     save_checkpoint(model, load_processor(small_reference), liar / "checkpoint")
     claim = declaration(epsilon=0.25, delta=1e-6)
