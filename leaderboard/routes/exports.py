@@ -8,6 +8,7 @@ from fastapi.responses import JSONResponse, Response
 from sqlalchemy.orm import Session
 
 from benchmark.tracks import TRACKS
+from evaluator.api.responses import DATABASE_UNAVAILABLE, NOT_MODIFIED
 from leaderboard import views
 from leaderboard.board import as_json, csv_text
 from leaderboard.responses import CSV_HEADERS, CSV_TYPE, JSON_TYPE, respond
@@ -29,7 +30,7 @@ def _known(track: int | None) -> None:
         )
 
 
-@router.get("/api/v1/leaderboard")
+@router.get("/api/v1/leaderboard", responses={**NOT_MODIFIED, **DATABASE_UNAVAILABLE})
 async def leaderboard_json(
     request: Request,
     track: int = Query(..., description=TRACK_CHOICES),
@@ -47,7 +48,7 @@ async def leaderboard_json(
     return respond(request, view, media_type=JSON_TYPE)
 
 
-@router.get("/api/v1/leaderboard.csv")
+@router.get("/api/v1/leaderboard.csv", responses={**NOT_MODIFIED, **DATABASE_UNAVAILABLE})
 async def leaderboard_csv(
     request: Request,
     track: int | None = Query(None, description="one track only"),

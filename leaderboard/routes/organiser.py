@@ -18,6 +18,13 @@ from benchmark.tracks import COMMUNICATION
 from evaluator import crud
 from evaluator.api.deps import organiser_from_request
 from evaluator.api.rescore import queue_rescore
+from evaluator.api.responses import (
+    DATABASE_UNAVAILABLE,
+    NOT_ENDED,
+    ORGANISER_SESSION_AUTH,
+    THROTTLED,
+    Responses,
+)
 from evaluator.operations import Operations, operations_snapshot
 from evaluator.readiness import read_readiness, threshold_problems, track2_checks
 from evaluator.tables import Submission, Team
@@ -28,6 +35,16 @@ from leaderboard.routes.templating import templates
 
 router = APIRouter(tags=["leaderboard"])
 ACTIONS = ("hide", "unhide", "disqualify", "requalify", "rescore")
+#: the answers of :func:`apply_action`'s refusals
+BAD_ACTION: Responses = {
+    400: {"description": f"the action is not one of {', '.join(ACTIONS)}, or `disqualify` came "
+                         "without `?reason=`"},
+}  # fmt: skip
+UNKNOWN_SUBMISSION: Responses = {404: {"description": "no such submission: check the id"}}
+#: the organiser page without organiser credentials answers its sign-in form
+SIGN_IN_FORM: Responses = {
+    401: {"description": "no organiser credentials: the page is the sign-in form instead"},
+}
 
 
 def apply_action(
@@ -70,7 +87,16 @@ def apply_action(
     session.commit()
 
 
-@router.post("/api/v1/leaderboard/submissions/{submission_id}/{action}")
+@router.post(
+    "/api/v1/leaderboard/submissions/{submission_id}/{action}",
+    responses={
+        **ORGANISER_SESSION_AUTH,
+        **BAD_ACTION,
+        **UNKNOWN_SUBMISSION,
+        **NOT_ENDED,
+        **DATABASE_UNAVAILABLE,
+    },
+)
 def organiser_action(
     request: Request,
     submission_id: str,
@@ -98,7 +124,9 @@ def organiser_action(
     }
 
 
-@router.get("/api/v1/leaderboard/organiser")
+@router.get(
+    "/api/v1/leaderboard/organiser", responses={**ORGANISER_SESSION_AUTH, **DATABASE_UNAVAILABLE}
+)
 def organiser_json(
     request: Request, organiser: OrganiserDep, session: SessionDep
 ) -> dict[str, Any]:
@@ -157,7 +185,11 @@ def _organiser_rows(session: Session, board: Board) -> list[dict[str, Any]]:
     return out
 
 
-@router.get("/leaderboard/organiser", response_class=HTMLResponse)
+@router.get(
+    "/leaderboard/organiser",
+    response_class=HTMLResponse,
+    responses={**SIGN_IN_FORM, **THROTTLED, **DATABASE_UNAVAILABLE},
+)
 def organiser_page(request: Request, session: SessionDep) -> HTMLResponse:
     """Organisers: every submission with status and reason, and the actions (sign-in form)."""
     organiser = organiser_from_request(request, session)

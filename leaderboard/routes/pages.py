@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from benchmark.tracks import TRACKS
 from evaluator.api.deps import organiser_from_request
+from evaluator.api.responses import DATABASE_UNAVAILABLE, NOT_MODIFIED, THROTTLED, Responses
 from evaluator.core.config import Settings
 from evaluator.readiness import track2_checks
 from evaluator.validation.coverage import BYTES_CHECKED
@@ -30,6 +31,10 @@ MAX_ROUNDS_SHOWN = 200
 #: the participants' page on how a submission is scored (docs/participants/scoring.md), under
 #: the documentation site (``Settings.docs_url``).
 SCORING_PAGE = "participants/scoring/"
+#: a submission page's 404: the public do not learn that a hidden submission exists
+SUBMISSION_NOT_SHOWN: Responses = {
+    404: {"description": "no such submission, or one the organisers hid: check the id"},
+}
 
 
 def scoring_url(settings: Settings) -> str | None:
@@ -44,7 +49,11 @@ def style() -> Response:
     return Response(_STYLE, media_type="text/css", headers={"Cache-Control": "max-age=3600"})
 
 
-@router.get("/leaderboard", response_class=HTMLResponse)
+@router.get(
+    "/leaderboard",
+    response_class=HTMLResponse,
+    responses={**NOT_MODIFIED, **DATABASE_UNAVAILABLE},
+)
 async def leaderboard_page(request: Request, all: bool = Query(False, alias="all")) -> Response:
     """Every track: ranked tables, plots and the unranked submissions with reasons (``ETag``
     and gzip: ``leaderboard.responses``)."""
@@ -65,7 +74,13 @@ async def leaderboard_page(request: Request, all: bool = Query(False, alias="all
     return respond(request, view, media_type=PAGE_TYPE)
 
 
-@router.get("/leaderboard/submissions/{submission_id}", response_class=HTMLResponse)
+# 429 only for a request that presents a credential (an organiser's, to see more) while its
+# address is throttled; without one the page is public.
+@router.get(
+    "/leaderboard/submissions/{submission_id}",
+    response_class=HTMLResponse,
+    responses={**THROTTLED, **SUBMISSION_NOT_SHOWN, **DATABASE_UNAVAILABLE},
+)
 def submission_page(request: Request, submission_id: str, session: SessionDep) -> HTMLResponse:
     """One submission. Everyone sees a summary (scores to 4 decimals, totals, the claim and
     whether it was verified); organisers also see reasons, per-round tallies, the full privacy

@@ -13,15 +13,18 @@ from sqlalchemy import text
 
 from evaluator import crud
 from evaluator.api.deps import SessionDep, SettingsDep
+from evaluator.api.responses import Responses
 from evaluator.api.worker_watch import no_worker_reason
 from evaluator.core.db import code_heads, revisions_of
 from evaluator.crud import Liveness
 from evaluator.schemas import Health, ReadyState
 
 router = APIRouter(tags=["health"])
+#: the probe's own 503 (no ``Retry-After``: a prober asks again at its own pace)
+DATABASE_DOWN: Responses = {503: {"description": "the database does not answer a query"}}
 
 
-@router.get("/healthz", response_model=Health)
+@router.get("/healthz", response_model=Health, responses=DATABASE_DOWN)
 def healthz(session: SessionDep) -> Health:
     """200 when the service answers and its database accepts a query, 503 otherwise."""
     try:

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Request, Response
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
 from evaluator.api.deps import Organiser
+from evaluator.api.responses import DATABASE_UNAVAILABLE, ORGANISER_AUTH
 
 router = APIRouter(tags=["health"])
 
@@ -19,8 +20,8 @@ router = APIRouter(tags=["health"])
     response_class=Response,
     responses={
         200: {"content": {"text/plain": {}}, "description": "Prometheus text format 0.0.4"},
-        401: {"description": "missing or unknown token"},
-        403: {"description": "not an organiser token"},
+        **ORGANISER_AUTH,
+        **DATABASE_UNAVAILABLE,
     },
 )
 def metrics(request: Request, _organiser: Organiser) -> Response:

@@ -31,6 +31,15 @@ from evaluator.api.deps import (
     refuse_unknown_token,
 )
 from evaluator.api.rescore import queue_rescore
+from evaluator.api.responses import (
+    DATABASE_UNAVAILABLE,
+    NOT_ENDED,
+    NOT_FOUND,
+    NOT_MODIFIED,
+    ORGANISER_AUTH,
+    TEAM_AUTH,
+    UNAUTHORISED,
+)
 from evaluator.api.status_views import (
     POLL_KEY,
     QUEUED,
@@ -131,13 +140,16 @@ def _mark_queued(
     response_model=SubmissionAccepted,
     openapi_extra=upload_body(),
     responses={
-        401: {"description": "missing or unknown token"},
+        **UNAUTHORISED,
         409: {"description": "the checkpoint repeats an earlier submission (copy policy)"},
         413: {"description": "a part or the body exceeds its size limit"},
         415: {"description": "not multipart/form-data"},
         422: {"description": "invalid part (the message says which and why)"},
-        429: {"description": "daily quota reached"},
-        503: {"description": "the database is unavailable for a moment; nothing was kept"},
+        429: {"description": "daily quota reached (try again after 00:00 UTC), or too many "
+                             "failed authentications from this address (wait the "
+                             "`Retry-After` seconds)"},
+        503: {"description": "the database is unavailable for a moment; nothing was kept: "
+                             "retry after `Retry-After` seconds"},
         507: {"description": "the evaluator's storage is full; nothing was kept"},
     },
 )
@@ -241,7 +253,12 @@ def _json(model: SubmissionPublic | SubmissionList) -> Response:
     return Response(model.model_dump_json(), media_type="application/json")
 
 
-@router.get("/{submission_id}", response_model=SubmissionPublic, name="get_submission")
+@router.get(
+    "/{submission_id}",
+    response_model=SubmissionPublic,
+    name="get_submission",
+    responses={**NOT_MODIFIED, **TEAM_AUTH, **NOT_FOUND, **DATABASE_UNAVAILABLE},
+)
 async def get_submission(submission_id: str, request: Request, credentials: BearerDep) -> Response:
     """Status, transitions and results of one submission (its team or an organiser).
 
@@ -331,7 +348,7 @@ def _waiting_view(view: SubmissionPublic, liveness: Liveness) -> SubmissionPubli
     )
 
 
-@router.get("", response_model=SubmissionList)
+@router.get("", response_model=SubmissionList, responses={**TEAM_AUTH, **DATABASE_UNAVAILABLE})
 async def list_submissions(
     request: Request,
     credentials: BearerDep,
@@ -357,6 +374,7 @@ async def list_submissions(
     "/{submission_id}/rescore",
     response_model=SubmissionPublic,
     status_code=status.HTTP_202_ACCEPTED,
+    responses={**ORGANISER_AUTH, **NOT_FOUND, **NOT_ENDED, **DATABASE_UNAVAILABLE},
 )
 def rescore(
     submission_id: str, organiser: Organiser, session: SessionDep, queue: QueueDep
