@@ -41,6 +41,7 @@ says how to run it on a lent GPU.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import os
@@ -146,8 +147,6 @@ def run_tests(args: argparse.Namespace) -> dict[str, Any]:
     env = {**os.environ, "PFLKIT_TEST_DEVICE": args.device}
     if args.test_presets:
         env["PFLKIT_TEST_PRESETS"] = args.test_presets
-    import importlib.util
-
     # on a GPU machine's cores, four workers share the GPU (19 presets' runs took 92 to 152 s
     # in one process on the H200); the CPU rehearsal stays in one process
     workers = (["-n", "4"] if args.device.startswith("cuda") and importlib.util.find_spec("xdist")
