@@ -25,8 +25,9 @@ bit for bit (the fine-tuning comes after its 10 rounds), with its 10 rounds' byt
 ``--track fsp`` runs issue 16's federated self-pretraining table (not part of ``all``; run
 directories ``OUT/<name>``, ``--only`` trains some of them): ``fedavg``, ``fedadam`` and
 ``fedavgm`` without pre-training, the same after 10 FSP rounds with that server optimiser while
-pre-training and FedAvg while fine-tuning (the pilot study's protocol), and FSP (FedAvg) with
-each objective alone; every run fine-tunes for the ``fedavg`` preset's 10 rounds and samples
+pre-training and FedAvg while fine-tuning (the pilot study's protocol), FSP (FedAvg) with
+each objective alone, and ``fedavg``, ``fsp-fedavg`` and ``fsp-fedavgm`` again at training seed 1
+(``-seed1``); every run fine-tunes for the ``fedavg`` preset's 10 rounds and, at one seed, samples
 the same clients in them. Writes ``OUT/fsp.json`` (:mod:`experiments.fsp_report`).
 
 ``--track dp-scale`` runs issue 17's table on a ``dp``-scale benchmark (not part of ``all``;
