@@ -191,11 +191,12 @@ def largest_client(data: Path) -> int:
 def dp_providers(args: argparse.Namespace) -> int:
     """m of the DP measurements: the competition's 50 at the real shape (2 on ``tiny``), at most
     the fewest providers at a client of the data (``mini`` has a client of 12; m > N is refused)."""
+    from baselines.privacy.plan import min_providers
     from benchmark.data.reader import count_clients, load_split
 
     data = _data(args)
-    fewest = min(len(set(load_split(data, "train", client)["provider"]))
-                 for client in range(count_clients(data)))  # fmt: skip
+    fewest = min_providers([load_split(data, "train", client)["provider"]
+                            for client in range(count_clients(data))])  # fmt: skip
     return min(50 if _real(args) else 2, fewest)
 
 

@@ -276,7 +276,8 @@ def test_a_short_round_of_every_preset_on_the_device(
     cpu = _preset_run(preset, tiny_data, tiny_base, tmp_path / "cpu", "--device", "cpu")
     base = load_file(str(tiny_base / "model.safetensors"))
     reference = _weights(cpu)
-    moved = _distance(reference, {n: base.get(n, reference[n]) for n in reference})
+    start = {n: base.get(n, reference[n]) for n in reference}  # the trained names' base values
+    moved = _distance(reference, start)
     log = (cpu / "communication_log.csv").read_text()
     for precision in ("fp32", "bf16"):
         run = _preset_run(preset, tiny_data, tiny_base, tmp_path / precision,
@@ -286,7 +287,7 @@ def test_a_short_round_of_every_preset_on_the_device(
         assert trained.keys() == reference.keys()
         assert all(bool(torch.isfinite(t).all()) for t in trained.values()), precision
         assert _losses_finite(run) == _losses_finite(cpu), precision
-        own_move = _distance(trained, {n: base.get(n, reference[n]) for n in trained})
+        own_move = _distance(trained, start)
         if moved == 0:  # local-only: the global model is the base on every device
             assert own_move == 0, (preset, precision, own_move)
             continue

@@ -58,6 +58,21 @@ def tiny_reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return save_checkpoint(model, processor, root / "model")
 
 
+@pytest.fixture(scope="session")
+def width32_reference(tmp_path_factory: pytest.TempPathFactory, tiny_benchmark: Path) -> Path:
+    """A random VT5 of width 32 (one layer each side) whose tokenizer is fitted on every client's
+    questions of the session's ``tiny`` benchmark: the reference of the reproduction tests, whose
+    exactness does not depend on the width, and whose trainings and re-runs it makes several
+    times faster than the 256-wide ``tiny_reference`` or the shipped base."""
+    from benchmark.data import count_clients, load_split
+    from tests.small_model import save_small_reference
+
+    rows = [row for client in range(count_clients(tiny_benchmark))
+            for row in load_split(tiny_benchmark, "train", client=client)]  # fmt: skip
+    return save_small_reference(rows, tmp_path_factory.mktemp("width32-reference"),
+                                vocab_size=300, max_answer_tokens=4)  # fmt: skip
+
+
 def create_pg_database() -> str:
     """A fresh PostgreSQL database with a unique name; returns its URL.
 

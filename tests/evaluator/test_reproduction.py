@@ -39,36 +39,24 @@ def _train(data: Path, out: Path, *args: str, base: Path | None = None) -> Path:
     return out
 
 
-@pytest.fixture(scope="module")
-def small(tmp_path_factory, tiny_benchmark: Path) -> Path:
-    """The evaluator's reference model of these re-runs: a random VT5 of width 32 (one layer each
-    side; exactness does not depend on the width, and it trains about three times faster than
-    the shipped base). `pflkit reproduce` re-runs from the shipped base, so its test trains one."""
-    from benchmark.data import count_clients, load_split
-    from tests.small_model import save_small_reference
-
-    rows = [row for client in range(count_clients(tiny_benchmark))
-            for row in load_split(tiny_benchmark, "train", client=client)]  # fmt: skip
-    return save_small_reference(rows, tmp_path_factory.mktemp("small-reference"), vocab_size=300,
-                                max_answer_tokens=4)  # fmt: skip
-
-
-def _reproduce(run: Path, data: Path, small: Path, **options: Any) -> Reproduction:
-    return reproduce_run_directory(run, data, base_dir=small, **options)
+def _reproduce(run: Path, data: Path, reference: Path, **options: Any) -> Reproduction:
+    """The re-run of ``run`` from the reference it was trained from."""
+    return reproduce_run_directory(run, data, base_dir=reference, **options)
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, tiny_benchmark: Path, small: Path) -> dict[str, Path]:
-    """Honest runs from the small reference: fedavg, dp-lora at sigma 1, lora; and dp-lora at
+def runs(tmp_path_factory, tiny_benchmark: Path, width32_reference: Path) -> dict[str, Path]:
+    """Honest runs from the width-32 reference: fedavg, dp-lora at sigma 1, lora; and dp-lora at
     half the noise and half the server step (the liar's real training)."""
     root = tmp_path_factory.mktemp("runs")
+    base = width32_reference
     return {
-        "fedavg": _train(tiny_benchmark, root / "fedavg", "--preset", "fedavg", base=small),
+        "fedavg": _train(tiny_benchmark, root / "fedavg", "--preset", "fedavg", base=base),
         "dp-lora": _train(tiny_benchmark, root / "dp-lora", "--preset", "dp-lora",
-                          "--noise-multiplier", "1.0", base=small),
-        "lora": _train(tiny_benchmark, root / "lora", "--preset", "lora", base=small),
+                          "--noise-multiplier", "1.0", base=base),
+        "lora": _train(tiny_benchmark, root / "lora", "--preset", "lora", base=base),
         "dp-lora-cut": _train(tiny_benchmark, root / "dp-lora-cut", "--preset", "dp-lora",
-                              "--noise-multiplier", "0.5", "--server-lr", "0.025", base=small),
+                              "--noise-multiplier", "0.5", "--server-lr", "0.025", base=base),
     }  # fmt: skip
 
 
@@ -77,9 +65,9 @@ def _copy(run: Path, to: Path) -> Path:
     return to
 
 
-def test_honest_runs_reproduce_exactly(runs, tiny_benchmark, small) -> None:
+def test_honest_runs_reproduce_exactly(runs, tiny_benchmark, width32_reference) -> None:
     for name in ("fedavg", "dp-lora"):
-        result = _reproduce(runs[name], tiny_benchmark, small)
+        result = _reproduce(runs[name], tiny_benchmark, width32_reference)
         assert result.verdict.outcome == EXACT, (name, result.verdict)
         assert result.verdict.reproduced and not result.bundle
         logged = sum(json.loads(line)["official_logger_bytes"] for line in
@@ -87,27 +75,31 @@ def test_honest_runs_reproduce_exactly(runs, tiny_benchmark, small) -> None:
         assert result.verdict.figures["official_logger_total_bytes"] == logged
 
 
-def test_another_thread_count_reproduces_within_tolerance(runs, tiny_benchmark, small) -> None:
-    result = _reproduce(runs["dp-lora"], tiny_benchmark, small, threads=2)
+def test_another_thread_count_reproduces_within_tolerance(runs, tiny_benchmark,
+                                                          width32_reference) -> None:  # fmt: skip
+    result = _reproduce(runs["dp-lora"], tiny_benchmark, width32_reference, threads=2)
     assert result.verdict.outcome in (WITHIN, EXACT)
     if result.verdict.outcome == WITHIN:
         assert result.verdict.figures["ratio"] < 1e-4
         assert result.verdict.where["round"] >= 1 and result.verdict.where["tensor"]
 
 
-def test_a_checkpoint_edited_after_training_is_not_reproduced(runs, tiny_benchmark, small, tmp_path):
+def test_a_checkpoint_edited_after_training_is_not_reproduced(
+    runs, tiny_benchmark, width32_reference, tmp_path
+):
     run = _copy(runs["fedavg"], tmp_path / "edited")
     model = run / "checkpoint" / "model.safetensors"
     tensors = load_file(str(model))
     name = "language_backbone.encoder.block.0.layer.0.SelfAttention.q.weight"
     tensors[name] = tensors[name] * 1.001
     save_file(tensors, str(model), metadata={"format": "pt"})
-    verdict = _reproduce(run, tiny_benchmark, small).verdict
+    verdict = _reproduce(run, tiny_benchmark, width32_reference).verdict
     assert verdict.outcome == NOT_REPRODUCED
     assert "changed after training" in verdict.reason and verdict.where == {"file": "model.safetensors"}
 
 
-def test_a_log_edited_with_its_details_is_not_reproduced(runs, tiny_benchmark, small, tmp_path) -> None:
+def test_a_log_edited_with_its_details_is_not_reproduced(runs, tiny_benchmark, width32_reference,
+                                                         tmp_path) -> None:  # fmt: skip
     run = _copy(runs["fedavg"], tmp_path / "fewer-bytes")
     rows = (run / "communication_log.csv").read_text().splitlines()
     round_, sender, receiver, size = rows[2].split(",")
@@ -118,36 +110,37 @@ def test_a_log_edited_with_its_details_is_not_reproduced(runs, tiny_benchmark, s
     message["amount_of_bytes"] = int(size) // 4
     lines[1] = json.dumps(message, sort_keys=True)
     (run / "communication_log.jsonl").write_text("\n".join(lines) + "\n")
-    verdict = _reproduce(run, tiny_benchmark, small).verdict
+    verdict = _reproduce(run, tiny_benchmark, width32_reference).verdict
     assert verdict.outcome == NOT_REPRODUCED
     assert verdict.where == {"file": "communication_log.csv", "row": 2}
 
 
 def test_a_dp_run_at_half_the_noise_with_the_step_shrunk_is_not_reproduced(
-    runs, tiny_benchmark, small, tmp_path
+    runs, tiny_benchmark, width32_reference, tmp_path
 ) -> None:
     """The liar trained at sigma 0.5 and half the server step (so the model's change carries
     the declared noise energy) and submits the honest sigma-1 run's declarations and recipe."""
     run = _copy(runs["dp-lora-cut"], tmp_path / "liar")
     for name in ("privacy.json", "submission.json", "recipe.json"):
         shutil.copyfile(runs["dp-lora"] / name, run / name)
-    verdict = _reproduce(run, tiny_benchmark, small).verdict
+    verdict = _reproduce(run, tiny_benchmark, width32_reference).verdict
     assert verdict.outcome == NOT_REPRODUCED
     assert verdict.where["round"] == 1 and verdict.where["tensor"]
     assert "recipe's own machine type" in verdict.reason
     honest_recipe = _copy(runs["dp-lora-cut"], tmp_path / "honest-recipe")
     for name in ("privacy.json", "submission.json"):
         shutil.copyfile(runs["dp-lora"] / name, honest_recipe / name)
-    verdict = _reproduce(honest_recipe, tiny_benchmark, small).verdict
+    verdict = _reproduce(honest_recipe, tiny_benchmark, width32_reference).verdict
     assert verdict.outcome == NOT_REPRODUCED
     assert verdict.where == {"file": "submission.json", "field": "server"} or (
         verdict.where.get("file") == "privacy.json")
 
 
-def test_a_recipe_of_another_preset_is_not_reproduced(runs, tiny_benchmark, small, tmp_path) -> None:
+def test_a_recipe_of_another_preset_is_not_reproduced(runs, tiny_benchmark, width32_reference,
+                                                       tmp_path) -> None:  # fmt: skip
     run = _copy(runs["lora"], tmp_path / "swapped")
     shutil.copyfile(runs["fedavg"] / "recipe.json", run / "recipe.json")
-    verdict = _reproduce(run, tiny_benchmark, small).verdict
+    verdict = _reproduce(run, tiny_benchmark, width32_reference).verdict
     assert verdict.outcome == NOT_REPRODUCED
     assert verdict.where == {"file": "submission.json", "field": "method"}
     assert "'lora'" in verdict.reason and "'fedavg'" in verdict.reason
@@ -233,20 +226,22 @@ def _every_preset() -> list:
 
 
 @pytest.mark.parametrize("preset", _every_preset())
-def test_every_preset_reproduces_exactly_on_its_machine(preset, tiny_benchmark, small,
+def test_every_preset_reproduces_exactly_on_its_machine(preset, tiny_benchmark, width32_reference,
                                                         tmp_path) -> None:  # fmt: skip
-    run = _train(tiny_benchmark, tmp_path / preset, *_preset_args(preset), base=small)
-    result = _reproduce(run, tiny_benchmark, small)
+    run = _train(tiny_benchmark, tmp_path / preset, *_preset_args(preset), base=width32_reference)
+    result = _reproduce(run, tiny_benchmark, width32_reference)
     assert result.verdict.outcome == EXACT, result.verdict
 
 
-def test_an_edited_personal_model_is_not_reproduced(tiny_benchmark, small, tmp_path) -> None:
-    run = _train(tiny_benchmark, tmp_path / "track3", *_preset_args("fedavg-ft"), base=small)
+def test_an_edited_personal_model_is_not_reproduced(tiny_benchmark, width32_reference,
+                                                    tmp_path) -> None:  # fmt: skip
+    run = _train(tiny_benchmark, tmp_path / "track3", *_preset_args("fedavg-ft"),
+                 base=width32_reference)  # fmt: skip
     personal = sorted((run / "personal").glob("*.safetensors"))[0]
     tensors = load_file(str(personal))
     name = next(iter(tensors))
     tensors[name] = tensors[name] + 0.01
     save_file(tensors, str(personal), metadata={"format": "pt"})
-    verdict = _reproduce(run, tiny_benchmark, small).verdict
+    verdict = _reproduce(run, tiny_benchmark, width32_reference).verdict
     assert verdict.outcome == NOT_REPRODUCED
     assert verdict.where == {"file": f"personal/{personal.name}"}

@@ -62,24 +62,10 @@ def _wait_until(url: str, ids: dict[str, int], settled, timeout: float = 300) ->
     raise AssertionError(f"not settled in {timeout} s: {seen}")
 
 
-@pytest.fixture(scope="module")
-def small_reference(tmp_path_factory: pytest.TempPathFactory, tiny_benchmark: Path) -> Path:
-    """A random VT5 of width 32 (one layer each side) whose tokenizer is fitted on every
-    client's questions: exactness does not depend on the width, and twenty trainings, scorings
-    and re-runs of it take minutes where the 256-wide reference takes hours on two cores."""
-    from benchmark.data import count_clients, load_split
-    from tests.small_model import save_small_reference
-
-    rows = [row for client in range(count_clients(tiny_benchmark))
-            for row in load_split(tiny_benchmark, "train", client=client)]  # fmt: skip
-    return save_small_reference(rows, tmp_path_factory.mktemp("small-reference"), vocab_size=300,
-                                max_answer_tokens=4)  # fmt: skip
-
-
 def test_honest_runs_are_reproduced_and_the_dp_liar_is_unranked(
-    tmp_path: Path, small_reference: Path, tiny_benchmark: Path
+    tmp_path: Path, width32_reference: Path, tiny_benchmark: Path
 ) -> None:
-    reference = small_reference  # six trainings and re-runs: 274 s with the 256-wide reference
+    reference = width32_reference  # six trainings and re-runs: 274 s with the 256-wide reference
     fedavg = _train(tmp_path / "fedavg", tiny_benchmark, reference, "--preset", "fedavg")
     honest = _train(tmp_path / "dp", tiny_benchmark, reference, "--preset", "dp-lora",
                     "--noise-multiplier", "1.0")  # fmt: skip
@@ -172,16 +158,16 @@ def _bundled_run(root: Path, data: Path, base: Path) -> Path:
 @pytest.mark.slow
 @pytest.mark.timeout(5400)
 def test_every_preset_and_a_bundled_method_are_reproduced_exactly_through_the_service(
-    tmp_path: Path, small_reference: Path, tiny_benchmark: Path
+    tmp_path: Path, width32_reference: Path, tiny_benchmark: Path
 ) -> None:
     from baselines.presets import all_presets
 
-    runs = {preset: _train(tmp_path / preset, tiny_benchmark, small_reference,
+    runs = {preset: _train(tmp_path / preset, tiny_benchmark, width32_reference,
                            *_every_preset_args(preset), timeout=1800)
             for preset in sorted(all_presets())}  # fmt: skip
-    runs["myprox"] = _bundled_run(tmp_path / "participant", tiny_benchmark, small_reference)
+    runs["myprox"] = _bundled_run(tmp_path / "participant", tiny_benchmark, width32_reference)
     database_url = f"sqlite:///{tmp_path / 'evaluator.db'}"
-    env = service_env(tmp_path, reference=small_reference, data=tiny_benchmark,
+    env = service_env(tmp_path, reference=width32_reference, data=tiny_benchmark,
                       database_url=database_url)  # fmt: skip
     env["PFLKIT_EVALUATOR_REPRODUCTION"] = json.dumps({"1": "all", "2": "all", "3": "all"})
     # shortened to one round of two clients, lora and lora-1client train the same model
