@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from experiments.dp_scale_report import NO_PRIVACY
+from experiments.dp_scale_report import CLIPPING_NORM_BUDGET, LARGER_STEP_BUDGET, NO_PRIVACY
 
 EPSILONS = (1, 4, 8)
 DP_METHODS = ("dp-fedavg", "dp-lora")
@@ -196,6 +196,24 @@ DP_SCALE = (
     ),
     DPScaleExperiment("fedavg-seed0", "fedavg", ("--rounds", "5", "--val-limit", "0")),
     *(_dp_scale_run(preset, NO_PRIVACY, _NO_PRIVACY_OPTIONS, 0) for preset in DP_SCALE_PRESETS),
+)
+#: The clipping table's runs (also ``--track dp-scale``): ``dp-fedavg-competition`` at epsilon 8
+#: with S set to its update's norm, lr sqrt(d) = 0.25 (two seeds), and with the update grown to
+#: fill S = 0.5 (lr 1e-3, one seed); the table sets them beside the preset's epsilon-8 runs and
+#: its run without clipping or noise.
+DP_SCALE_CLIPPING = (
+    *(
+        _dp_scale_run(
+            "dp-fedavg-competition",
+            CLIPPING_NORM_BUDGET,
+            ("--epsilon", "8", "--clipping-norm", "0.25"),
+            seed,
+        )
+        for seed in DP_SCALE_SEEDS
+    ),
+    _dp_scale_run(
+        "dp-fedavg-competition", LARGER_STEP_BUDGET, ("--epsilon", "8", "--lr", "1e-3"), 0
+    ),
 )
 
 

@@ -26,6 +26,16 @@ from experiments.results_file import Column, Table, number, text
 
 EPSILONS = (1, 4, 8)
 NO_PRIVACY = "noprivacy"
+#: the clipping table's budgets: epsilon 8 with S = 0.25, and with lr 1e-3 (S = 0.5)
+CLIPPING_NORM_BUDGET = "eps8-clip0.25"
+LARGER_STEP_BUDGET = "eps8-lr1e-3"
+#: the clipping table's row labels, by budget
+CLIPPING_ROWS = {
+    "eps8": "S = 0.5, lr 2e-4 (the preset)",
+    CLIPPING_NORM_BUDGET: "S = 0.25 (`--clipping-norm 0.25`)",
+    LARGER_STEP_BUDGET: "S = 0.5, lr 1e-3 (`--lr 1e-3`)",
+    NO_PRIVACY: "no clipping or noise",
+}
 
 
 @dataclass(frozen=True)
@@ -43,6 +53,8 @@ class DPScaleRun:
         train_seconds: wall time of the rounds.
         noise_to_signal: mean over every client update of noise norm / clipped-sum norm.
         clipped_share: mean share of sampled providers whose update was clipped.
+        update_norm: mean over every client update of its providers' median update norm
+            (before clipping).
         curve: (round, val ANLS on the per-round questions) after each evaluated round.
     """
 
@@ -56,6 +68,7 @@ class DPScaleRun:
     train_seconds: float
     noise_to_signal: float | None
     clipped_share: float | None
+    update_norm: float | None
     curve: tuple[tuple[int, float], ...]
 
 
@@ -95,6 +108,7 @@ def read_dp_scale_run(run: Path, preset: str, budget: str, seed: int) -> DPScale
             ]
         ),
         clipped_share=_mean([u["dp_clipped_share"] for u in updates]),
+        update_norm=_mean([u["dp_update_norm_median"] for u in updates]),
         curve=tuple((row["round"], row["val_anls"]) for row in rows if "val_anls" in row),
     )
 
@@ -169,6 +183,60 @@ def dp_scale_table(
                 ),
                 "total_bytes": format_bytes(first.total_bytes),
                 "train_wall": f"{statistics.fmean(r.train_seconds for r in group) / 60:.1f} min",
+            }
+        )
+    return Table(columns, rows)
+
+
+#: The main table's columns, split in two for narrow pages: the scores, and the mechanism and cost.
+ANLS_KEYS = ("run", "epsilon", "sigma", "mean", "spread", "mean_minus_base")
+COST_KEYS = ("run", "epsilon", "noise_to_signal", "clipped", "total_bytes", "train_wall")
+
+
+def anls_and_cost_tables(table: Table, seeds: Sequence[int]) -> tuple[Table, Table]:
+    """:func:`dp_scale_table`'s table as two: the val ANLS of every seed with their mean, and the
+    mechanism and cost (without the base's row, which has neither)."""
+    anls_keys = (*ANLS_KEYS[:3], *(f"seed_{s}" for s in seeds), *ANLS_KEYS[3:])
+    anls = table.select(anls_keys)
+    cost = table.select(COST_KEYS)
+    trained = [row for row in cost.rows if any(row[key] != "" for key in COST_KEYS[2:])]
+    return anls, Table(cost.columns, trained, cost.note)
+
+
+def clipping_table(runs: Sequence[DPScaleRun], base_anls: float | None) -> Table:
+    """``dp-fedavg-competition`` at epsilon 8: the preset, S matched to the update, a larger
+    step, and no clipping or noise (:data:`CLIPPING_ROWS`): each one's update norm, clipped
+    share, noise to signal, the val ANLS of seeds 0 and 1 and their mean against the base."""
+    columns = (
+        text("row", "`dp-fedavg-competition`, epsilon 8"),
+        number("update_norm", "update norm", ".3f"),
+        number("clipped", "clipped", ".2f"),
+        number("noise_to_signal", "noise / signal", ".1f"),
+        number("seed_0", "seed 0"),
+        number("seed_1", "seed 1"),
+        number("mean_minus_base", "mean - base", "+.4f"),
+    )
+    groups = _group([r for r in runs if r.preset == "dp-fedavg-competition"])
+    rows = []
+    for budget, label in CLIPPING_ROWS.items():
+        group = groups.get(("dp-fedavg-competition", budget))
+        if not group:
+            continue
+        by_seed = {run.seed: run.val_anls for run in group}
+        mean = statistics.fmean(by_seed.values())
+        rows.append(
+            {
+                "row": label,
+                "update_norm": _figure(_mean([r.update_norm for r in group if r.update_norm])),
+                "clipped": _figure(
+                    _mean([r.clipped_share for r in group if r.clipped_share is not None])
+                ),
+                "noise_to_signal": _figure(
+                    _mean([r.noise_to_signal for r in group if r.noise_to_signal is not None])
+                ),
+                "seed_0": by_seed.get(0, ""),
+                "seed_1": by_seed.get(1, ""),
+                "mean_minus_base": "" if base_anls is None else mean - base_anls,
             }
         )
     return Table(columns, rows)

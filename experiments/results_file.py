@@ -63,6 +63,12 @@ class Table:
     rows: list[dict[str, Any]]
     note: str | None = None
 
+    def select(self, keys: Sequence[str]) -> Table:
+        """The same table with only the columns of ``keys``, in that order."""
+        by_key = {column.key: column for column in self.columns}
+        rows = [{key: row[key] for key in keys} for row in self.rows]
+        return Table(tuple(by_key[key] for key in keys), rows, self.note)
+
     def write(self, path: str | Path, *, command: str, **provenance: Any) -> Path:
         """Write it with :func:`write_results_table` (``date``, ``machine``, ``versions``)."""
         return write_results_table(

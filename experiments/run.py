@@ -32,9 +32,12 @@ the same clients in them. Writes ``OUT/fsp.json`` (:mod:`experiments.fsp_report`
 
 ``--track dp-scale`` runs issue 17's table on a ``dp``-scale benchmark (not part of ``all``;
 ``--only`` trains some runs): ``dp-fedavg-competition`` and ``dp-lora-competition`` at epsilon
-1, 4 and 8 over seeds 0 and 1, ``fedavg`` over 5 rounds, and seed 0 of each DP preset without
-clipping or noise; every declaration checked by ``pflkit dp verify``. Writes
-``OUT/dp_scale.json`` (:mod:`experiments.dp_scale_report`), ``OUT/dp_scale.png`` and ``OUT/dp_scale_rounds.png``.
+1, 4 and 8 over seeds 0 and 1, ``fedavg`` over 5 rounds, seed 0 of each DP preset without
+clipping or noise, and the clipping table's ``dp-fedavg-competition`` runs at epsilon 8
+(:data:`~experiments.catalog.DP_SCALE_CLIPPING`); every declaration checked by ``pflkit dp
+verify``. Writes ``OUT/dp_scale_anls.json``, ``OUT/dp_scale_cost.json`` and
+``OUT/dp_scale_clipping.json`` (:mod:`experiments.dp_scale_report`), ``OUT/dp_scale.png`` and
+``OUT/dp_scale_rounds.png``.
 
 ``--track optimiser`` runs issue 15's comparisons (not part of ``all``): ``fedavg`` and
 ``fedshampoo`` trained one round at a time with every round's checkpoint scored on the whole val
@@ -66,6 +69,7 @@ from experiments.catalog import (
     CLGECL_ROWS,
     CLGECL_TRACK2,
     DP_SCALE,
+    DP_SCALE_CLIPPING,
     DP_SCALE_SEEDS,
     EPSILONS,
     FSP,
@@ -76,10 +80,13 @@ from experiments.catalog import (
     TRACK1_PROBES,
     TRACK2,
     TRACK3,
+    DPScaleExperiment,
     Experiment,
 )
 from experiments.dp_scale_report import (
     DPScaleRun,
+    anls_and_cost_tables,
+    clipping_table,
     dp_scale_table,
     plot_dp_scale,
     plot_round_curves,
@@ -159,21 +166,33 @@ def fsp_experiments(args: argparse.Namespace, parser: argparse.ArgumentParser) -
     write(fsp_table(rows), args, "fsp.json")
 
 
-def dp_scale_experiments(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    """Issue 17: train (or keep) the selected :data:`DP_SCALE` runs, verify every declaration,
-    score the base, then tabulate and plot every finished run."""
-    run_selected(DP_SCALE, args, parser)
-    base_anls = score_split(args.base, args.data, args.out / "base" / "val.json")
+def finished_dp_scale_runs(experiments: Sequence[DPScaleExperiment], out: Path) -> list[DPScaleRun]:
+    """The experiments' scored runs under ``out``, each private one's declaration verified."""
     runs: list[DPScaleRun] = []
-    for experiment in DP_SCALE:
-        run = args.out / experiment.name
+    for experiment in experiments:
+        run = out / experiment.name
         if not (run / "val.json").is_file():
             continue
         if experiment.budget.startswith("eps"):
             verify_privacy(run)
         runs.append(read_dp_scale_run(run, experiment.preset, experiment.budget, experiment.seed))
+    return runs
+
+
+def dp_scale_experiments(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """Issue 17: train (or keep) the selected :data:`DP_SCALE` runs, verify every declaration,
+    score the base, then tabulate and plot every finished run."""
+    run_selected((*DP_SCALE, *DP_SCALE_CLIPPING), args, parser)
+    base_anls = score_split(args.base, args.data, args.out / "base" / "val.json")
+    runs = finished_dp_scale_runs(DP_SCALE, args.out)
     runs.sort(key=lambda r: (r.preset != "fedavg", r.preset, r.budget or "z", r.seed))
-    write(dp_scale_table(runs, base_anls, DP_SCALE_SEEDS), args, "dp_scale.json")
+    anls, cost = anls_and_cost_tables(
+        dp_scale_table(runs, base_anls, DP_SCALE_SEEDS), DP_SCALE_SEEDS
+    )
+    write(anls, args, "dp_scale_anls.json")
+    write(cost, args, "dp_scale_cost.json")
+    clipping = finished_dp_scale_runs(DP_SCALE_CLIPPING, args.out)
+    write(clipping_table([*runs, *clipping], base_anls), args, "dp_scale_clipping.json")
     plot_dp_scale(runs, base_anls, args.out / "dp_scale.png")
     plot_round_curves([r for r in runs if r.seed == 0], base_anls, args.out / "dp_scale_rounds.png")
 

@@ -262,7 +262,12 @@ def test_removing_a_provider_changes_a_real_clients_pre_noise_sum_by_at_most_s(
 
 def test_the_dp_scale_table_reads_a_scored_verified_run(dp_runs, tiny_data: Path) -> None:
     from benchmark.evaluation.cli import evaluate
-    from experiments.dp_scale_report import dp_scale_table, read_dp_scale_run
+    from experiments.dp_scale_report import (
+        anls_and_cost_tables,
+        clipping_table,
+        dp_scale_table,
+        read_dp_scale_run,
+    )
     from experiments.scoring import verify_privacy
 
     out = dp_runs["dp-fedavg"]
@@ -293,3 +298,17 @@ def test_the_dp_scale_table_reads_a_scored_verified_run(dp_runs, tiny_data: Path
     assert row["spread"] == "one seed"
     assert row["mean_minus_base"] == pytest.approx(run.val_anls - 0.25)
     assert base["run"] == "base (no training)" and base["mean"] == 0.25
+    anls, cost = anls_and_cost_tables(table, seeds=(0, 1))
+    assert [c.key for c in anls.columns] == [
+        "run", "epsilon", "sigma", "seed_0", "seed_1", "mean", "spread", "mean_minus_base"
+    ]  # fmt: skip
+    assert [r["run"] for r in anls.rows] == ["base (no training)", "`dp-fedavg`"]
+    assert [r["run"] for r in cost.rows] == ["`dp-fedavg`"]  # the base has no mechanism or cost
+    assert cost.rows[0]["total_bytes"] == row["total_bytes"]
+    # the clipping table reads each provider's update norm from the run's privacy rows
+    assert run.update_norm is not None and run.update_norm > 0
+    preset = dataclasses.replace(run, preset="dp-fedavg-competition")
+    (clipping,) = clipping_table([preset], base_anls=0.25).rows
+    assert clipping["row"] == "S = 0.5, lr 2e-4 (the preset)"
+    assert clipping["update_norm"] == pytest.approx(run.update_norm)
+    assert (clipping["seed_0"], clipping["seed_1"]) == (run.val_anls, "")

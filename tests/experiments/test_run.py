@@ -115,19 +115,32 @@ def test_the_base_is_scored_once_into_its_file(
 
 
 def test_every_dp_scale_run_is_labelled_with_its_own_options() -> None:
-    from experiments.catalog import DP_SCALE, DP_SCALE_SEEDS
+    from experiments.catalog import DP_SCALE, DP_SCALE_CLIPPING, DP_SCALE_SEEDS
+    from experiments.dp_scale_report import CLIPPING_ROWS
 
-    for experiment in DP_SCALE:
+    every = (*DP_SCALE, *DP_SCALE_CLIPPING)
+    for experiment in every:
         options = experiment.options
         seed = int(options[options.index("--seed") + 1]) if "--seed" in options else 0
         assert experiment.seed == seed and experiment.name.endswith(f"-seed{seed}")
         if experiment.budget.startswith("eps"):
-            assert options[options.index("--epsilon") + 1] == experiment.budget[3:]
+            epsilon = experiment.budget[3:].split("-")[0]
+            assert options[options.index("--epsilon") + 1] == epsilon
         else:
             assert "--epsilon" not in options
-    labels = {(e.preset, e.budget, e.seed) for e in DP_SCALE}
-    assert len(labels) == len(DP_SCALE)
+    labels = {(e.preset, e.budget, e.seed) for e in every}
+    assert len(labels) == len(every) == len({e.name for e in every})
     assert {e.seed for e in DP_SCALE if e.budget == "eps1"} == set(DP_SCALE_SEEDS)
+    # the clipping runs differ from the preset's epsilon-8 runs by the option their row names
+    assert {e.budget for e in DP_SCALE_CLIPPING} < set(CLIPPING_ROWS)
+    for experiment in DP_SCALE_CLIPPING:
+        option = "--clipping-norm" if "clip" in experiment.budget else "--lr"
+        shown = f"`{option} {options_value(experiment.options, option)}`"
+        assert shown in CLIPPING_ROWS[experiment.budget]
+
+
+def options_value(options: tuple[str, ...], name: str) -> str:
+    return options[options.index(name) + 1]
 
 
 def test_without_a_fedavg_run_the_threshold_is_the_benchmarks(tmp_path: Path) -> None:
