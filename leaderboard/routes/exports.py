@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException, Query, Request, status
+from fastapi import APIRouter, Query, Request
 from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from sqlalchemy.orm import Session
 
@@ -22,11 +23,19 @@ def _known(track: int | None) -> None:
     after start-up counts).
 
     Raises:
-        HTTPException: 422 naming the tracks.
+        RequestValidationError: FastAPI's 422 for the ``track`` query parameter, the body its
+            OpenAPI schema declares (``HTTPValidationError``), naming the tracks.
     """
     if track is not None and track not in TRACKS:
-        raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT, f"track must be one of {sorted(TRACKS)}"
+        raise RequestValidationError(
+            [
+                {
+                    "type": "enum",
+                    "loc": ("query", "track"),
+                    "msg": f"track must be one of {sorted(TRACKS)}",
+                    "input": track,
+                }
+            ]
         )
 
 

@@ -55,7 +55,14 @@ def test_track2_json_has_one_column_per_budget(served):
     assert [(r["id"], r["reason"]) for r in answer["unranked"]] == [
         (ids["gamma-dp8"], "privacy claim epsilon 8 not verified")
     ]
-    assert httpx.get(served.url + "/api/v1/leaderboard", params={"track": 4}).status_code == 422
+    unknown = httpx.get(served.url + "/api/v1/leaderboard", params={"track": 4})
+    # the body FastAPI's validation errors have, as the OpenAPI schema declares for a 422
+    assert unknown.status_code == 422
+    (error,) = unknown.json()["detail"]
+    assert error["loc"] == ["query", "track"] and error["input"] == 4
+    assert error["msg"] == "track must be one of [1, 2, 3]"
+    csv = httpx.get(served.url + "/api/v1/leaderboard.csv", params={"track": 0})
+    assert csv.status_code == 422 and csv.json()["detail"][0]["loc"] == ["query", "track"]
 
 
 def test_csv_export_holds_every_table_entry(served):
