@@ -42,7 +42,7 @@ verify``. Writes ``OUT/dp_scale_anls.json``, ``OUT/dp_scale_cost.json`` and
 ``--track optimiser`` runs issue 15's comparisons (not part of ``all``): ``fedavg`` and
 ``fedshampoo`` trained one round at a time with every round's checkpoint scored on the whole val
 and test splits (:mod:`experiments.round_scores`; ``OUT/optimiser_track1.json`` with the rounds and
-bytes to the threshold that fedavg's final test ANLS implies, ``OUT/optimiser_track1.png``), and
+bytes to the benchmark's threshold, ``OUT/optimiser_track1.png``), and
 ``dp-fedavg``, ``dp-clgecl`` (momentum SGD) and ``dp-clgecl`` with AdamW at epsilon 1, 4 and 8,
 each declaration checked by ``pflkit dp verify`` (``RUN/verify.json``;
 ``OUT/optimiser_track2.json``, ``OUT/optimiser_track2.png``), and the 1,000x search's LoRA + NF4

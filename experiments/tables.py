@@ -91,16 +91,16 @@ ROUNDS_COLUMNS: tuple[Column, ...] = (
 def optimiser_track1(
     out: Path, stated_threshold: float | None = None
 ) -> tuple[Table, dict[str, list[RoundScore]]]:
-    """The round-by-round runs, each with its rounds and bytes to the threshold that the
-    ``fedavg`` run's final test ANLS implies (95% of it), or to ``stated_threshold`` (the
-    benchmark's) when ``fedavg`` was not run here; the threshold is the table's note."""
+    """The round-by-round runs, each with its rounds and bytes to ``stated_threshold`` (the
+    benchmark's, which the evaluator applies: on ``mini`` the threshold in force), or, for a
+    benchmark that states none, to the threshold that the ``fedavg`` run's final test ANLS
+    implies (95% of it); the threshold is the table's note."""
     scores = {e.name: read_round_scores(out / e.name) for e in OPTIMISER_TRACK1}
-    fedavg = scores["fedavg"]
-    threshold = threshold_from(fedavg[-1].test_anls) if fedavg else stated_threshold
+    threshold = round_scores_threshold(scores, stated_threshold)
     source = (
-        "95% of fedavg's test ANLS after its last round"
-        if fedavg
-        else "the benchmark's, from benchmark.json"
+        "the benchmark's, from benchmark.json"
+        if stated_threshold is not None
+        else "95% of fedavg's test ANLS after its last round"
     )
     rows: list[dict[str, str | float | int]] = []
     for name, runs in scores.items():
@@ -126,6 +126,17 @@ def optimiser_track1(
     return Table(ROUNDS_COLUMNS, rows, f"threshold: {threshold} ({source})"), scores
 
 
+def round_scores_threshold(
+    scores: dict[str, list[RoundScore]], stated_threshold: float | None
+) -> float | None:
+    """The threshold the round-by-round table and plot count to: the benchmark's when it states
+    one, else 95% of ``fedavg``'s final test ANLS when ``fedavg`` is among the runs."""
+    if stated_threshold is not None:
+        return stated_threshold
+    fedavg = scores.get("fedavg")
+    return threshold_from(fedavg[-1].test_anls) if fedavg else None
+
+
 def _anls(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.4f}"
 
@@ -134,7 +145,7 @@ def plot_round_scores(
     scores: dict[str, list[RoundScore]], target: Path, threshold: float | None = None
 ) -> Path:
     """Val (solid) and test (dashed) ANLS against cumulative bytes, the threshold as a line
-    (``fedavg``'s when it is among the runs, else ``threshold``)."""
+    (:func:`round_scores_threshold`: ``threshold``, the benchmark's, else ``fedavg``'s)."""
     figure, axes = new_figure()
     for name, rows in scores.items():
         if not rows:
@@ -149,8 +160,7 @@ def plot_round_scores(
             color=line.get_color(),
             label=f"{name} test",
         )
-    if scores.get("fedavg"):
-        threshold = threshold_from(scores["fedavg"][-1].test_anls)
+    threshold = round_scores_threshold(scores, threshold)
     if threshold is not None:
         axes.axhline(threshold, color="grey", linestyle=":", label="track-1 threshold")
     axes.set_xlabel("bytes exchanged (both directions), one point per round")

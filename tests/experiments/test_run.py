@@ -143,9 +143,9 @@ def options_value(options: tuple[str, ...], name: str) -> str:
     return options[options.index(name) + 1]
 
 
-def test_without_a_fedavg_run_the_threshold_is_the_benchmarks(tmp_path: Path) -> None:
-    """The optimiser table's rounds to the threshold use the stated threshold when `fedavg`
-    was not trained in the same directory, and fedavg's own when it was."""
+def test_the_rounds_to_the_threshold_count_to_the_benchmarks_threshold(tmp_path: Path) -> None:
+    """The optimiser table's rounds to the threshold use the benchmark's stated threshold (the
+    one the evaluator applies), and fedavg's own only for a benchmark that states none."""
     from experiments.tables import optimiser_track1
 
     def scored_run(name: str, tests: list[float]) -> None:
@@ -191,5 +191,8 @@ def test_without_a_fedavg_run_the_threshold_is_the_benchmarks(tmp_path: Path) ->
 
     scored_run("fedavg", [0.30, 0.44])  # 95% of 0.44 = 0.418: fedshampoo reaches it at round 3
     table, _ = optimiser_track1(tmp_path, 0.40)
+    assert table.note is not None and table.note.startswith("threshold: 0.4 (the benchmark's")
+    assert row(2) in table.rows
+    table, _ = optimiser_track1(tmp_path, None)
     assert table.note is not None and table.note.startswith("threshold: 0.418 (95% of fedavg's")
     assert row(3) in table.rows
