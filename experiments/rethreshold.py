@@ -3,7 +3,7 @@ holds: each run's test ANLS after every round (``test_anls_per_round``, the roun
 of :func:`experiments.tables.optimiser_track1`) or its final test ANLS (``test_anls``, the 1,000x
 search's :func:`experiments.tables.recipes_table`).
 
-    python -m experiments.rethreshold docs/results/data/fedshampoo_lr2e-2.json --figure threshold
+    python -m experiments.rethreshold docs/results/data/optimiser_track1.json --figure threshold
 
 rewrites the file in place (``experiments.results_file``), the measured figures and provenance
 unchanged: the rounds table's ``round_at_threshold`` and ``bytes_to_threshold`` (a round's

@@ -28,6 +28,6 @@ def test_the_rounds_and_bytes_to_a_threshold_come_from_the_test_anls_per_round()
 
 def test_the_shown_tables_are_at_the_threshold_in_force() -> None:
     threshold = rethreshold.reference_figure("threshold")
-    for name in ("fedshampoo_lr2e-2.json", "recipes_1000x.json"):
+    for name in ("optimiser_track1.json", "recipes_1000x.json"):
         data = json.loads((DATA / name).read_text(encoding="utf-8"))
         assert rethreshold.rethreshold(data, threshold, shown="{{ figure.threshold }}") == data
