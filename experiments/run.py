@@ -180,8 +180,8 @@ def finished_dp_scale_runs(experiments: Sequence[DPScaleExperiment], out: Path) 
 
 
 def dp_scale_experiments(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    """Issue 17: train (or keep) the selected :data:`DP_SCALE` runs, verify every declaration,
-    score the base, then tabulate and plot every finished run."""
+    """Issue 17: train (or keep) the selected :data:`DP_SCALE` and :data:`DP_SCALE_CLIPPING`
+    runs, verify every declaration, score the base, then tabulate and plot every finished run."""
     run_selected((*DP_SCALE, *DP_SCALE_CLIPPING), args, parser)
     base_anls = score_split(args.base, args.data, args.out / "base" / "val.json")
     runs = finished_dp_scale_runs(DP_SCALE, args.out)
