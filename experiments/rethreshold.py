@@ -24,7 +24,8 @@ from experiments.report import format_bytes
 from experiments.results_file import Column, command_line, write_results_table
 from experiments.round_scores import RoundScore, first_at_threshold
 
-SOURCE = "the threshold in force on mini, [Track 1: the threshold](threshold.md)"
+# a link that resolves from every folder of docs/ that shows these tables (results/, participants/)
+SOURCE = "the threshold in force on mini, [Track 1: the threshold](../results/threshold.md)"
 FIGURES = Path(__file__).resolve().parents[1] / "docs/results/data/reference_figures.json"
 
 
