@@ -118,6 +118,13 @@ def _print_table(title: str, entries: list[dict[str, Any]]) -> None:
         )
 
 
+def _print_unranked(entries: list[dict[str, Any]]) -> None:
+    """How many rows are not ranked, then each one's team, method and reason."""
+    click.echo(f"  not ranked: {len(entries)}")
+    for entry in entries:
+        click.echo(f"    {entry['team'][:20]:<20} {entry['method'][:28]:<28} {entry['reason']}")
+
+
 @click.group()
 def leaderboard() -> None:
     """Rankings of every track from the evaluator's database (pages: `pflkit serve`, /leaderboard)."""
@@ -155,7 +162,7 @@ def show(database_url: str | None, storage_dir: Path | None, data_dir: Path | No
                                  _figure_columns(track), answer["ranked"])  # fmt: skip
         else:
             _print_table(f"Track {number}: {_headline(board, number)}", answer["ranked"])
-        click.echo(f"  not ranked: {len(board.tracks[number].unranked)}")
+        _print_unranked(answer.get("unranked", []))
 
 
 def _figure_columns(track: Track) -> list[Figure]:

@@ -44,6 +44,12 @@ def test_show_json_and_tables_and_export(served, tmp_path):
     tables = runner.invoke(main, ["leaderboard", "show", "--db", served.db_url])
     assert tables.exit_code == 0, tables.output
     assert "Track 2: epsilon <= 4" in tables.output and "7.7 MB" in tables.output
+    # every unranked row with its reason, as the API gives it
+    track1 = json.loads(result.output)["unranked"]
+    assert track1
+    assert f"  not ranked: {len(track1)}" in tables.output
+    for entry in track1:
+        assert f"{entry['method'][:28]:<28} {entry['reason']}" in tables.output
 
     out = tmp_path / "board.csv"
     exported = runner.invoke(
