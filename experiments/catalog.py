@@ -66,6 +66,8 @@ CLGECL_TRACK2 = tuple(
     for row, (preset, options) in CLGECL_ROWS.items()
     for epsilon in EPSILONS
 )
+#: The optimiser track's track-2 rows, in order: DP-FedAvg, then DP-CLGECL with each optimiser.
+OPTIMISER_TRACK2_METHODS = ("dp-fedavg", *CLGECL_ROWS)
 
 
 #: Issue 15, the 1,000x search: track-1 recipes whose whole log stays under a thousandth of

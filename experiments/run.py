@@ -66,7 +66,6 @@ from pathlib import Path
 
 from benchmark.threshold import THRESHOLD_KEY
 from experiments.catalog import (
-    CLGECL_ROWS,
     CLGECL_TRACK2,
     DP_SCALE,
     DP_SCALE_CLIPPING,
@@ -75,6 +74,7 @@ from experiments.catalog import (
     FSP,
     OPTIMISER_ROUNDS,
     OPTIMISER_TRACK1,
+    OPTIMISER_TRACK2_METHODS,
     RECIPES,
     TRACK1,
     TRACK1_PROBES,
@@ -144,7 +144,7 @@ def optimiser_experiments(args: argparse.Namespace) -> None:
     table, scores = optimiser_track1(args.out, threshold)
     write(table, args, "optimiser_track1.json")
     plot_round_scores(scores, args.out / "optimiser_track1.png", threshold)
-    methods = ("dp-fedavg", *CLGECL_ROWS)
+    methods = OPTIMISER_TRACK2_METHODS
     for experiment in track2:
         verify_privacy(args.out / experiment.name)
     fedavg = read_round_scores(args.out / "fedavg")

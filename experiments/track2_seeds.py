@@ -18,11 +18,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from experiments.catalog import CLGECL_ROWS, EPSILONS
+from experiments.catalog import EPSILONS, OPTIMISER_TRACK2_METHODS
 from experiments.results_file import Column, Table, code, command_line, text
 
-#: The rows of the table, in order: DP-FedAvg, then DP-CLGECL with each local optimiser.
-METHODS = ("dp-fedavg", *CLGECL_ROWS)
+#: The rows of the table (the optimiser track's track-2 methods).
+METHODS = OPTIMISER_TRACK2_METHODS
 COLUMNS: tuple[Column, ...] = (
     code("method", "method"),
     *(text(f"epsilon_{e}", f"epsilon {e}", align="right") for e in EPSILONS),
